@@ -1,0 +1,1 @@
+//! codecell-policy
