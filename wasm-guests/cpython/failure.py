@@ -1,0 +1,49 @@
+"""Turns any exception into the `failure` record the host expects.
+
+Only frames of the user's code are kept in the traceback: the guest's own frames tell a model
+nothing and would leak the guest's layout.
+"""
+
+import traceback
+
+from wit_world.imports.types import Failure
+
+USER_FILENAMES = ("<snippet>", "<tool>")
+MAX_MESSAGE = 4096
+MAX_TRACEBACK = 8192
+
+
+def _is_user_file(name: str) -> bool:
+    return name in USER_FILENAMES or name.startswith("tools/")
+
+
+def _first_user_frame(tb):
+    while tb is not None and not _is_user_file(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return tb
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit - 15] + "... (truncated)"
+
+
+def to_failure(exc: BaseException) -> Failure:
+    """Describes `exc` as a failure record; never raises."""
+    try:
+        kind = type(exc).__name__
+        try:
+            message = str(exc)
+        except BaseException:  # a hostile __str__
+            message = "<unprintable exception>"
+        tb = _first_user_frame(exc.__traceback__)
+        try:
+            lines = traceback.format_exception(type(exc), exc, tb)
+            text = "".join(lines)
+        except BaseException:
+            text = kind + ": " + message
+        return Failure(kind=kind, message=_clip(message, MAX_MESSAGE), traceback=_clip(text, MAX_TRACEBACK))
+    except BaseException:
+        # Last resort, e.g. MemoryError while formatting.
+        return Failure(kind="MemoryError", message="", traceback="")

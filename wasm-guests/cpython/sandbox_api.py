@@ -1,0 +1,62 @@
+"""The `codecell` module seen by guest code: ls, read, call_tool and ToolError.
+
+These wrap the three host imports, the only way out of the sandbox. Errors from the host come back
+as ordinary Python exceptions so that snippets can catch them.
+"""
+
+import json
+import sys
+import types
+
+from componentize_py_types import Err
+from wit_world.imports import host
+
+
+class ToolError(Exception):
+    """A tool call failed: unknown tool, arguments refused by the schema, or the tool itself failed."""
+
+
+def ls(path: str = "tools/") -> list:
+    """Lists a directory of the tool tree; directories end with '/'."""
+    if not isinstance(path, str):
+        raise TypeError("ls() path must be a str, not " + type(path).__name__)
+    try:
+        return list(host.ls(path))
+    except Err as e:
+        raise FileNotFoundError(e.value) from None
+
+
+def read(path: str) -> str:
+    """Reads a file of the tool tree, e.g. read('tools/__index__.md')."""
+    if not isinstance(path, str):
+        raise TypeError("read() path must be a str, not " + type(path).__name__)
+    try:
+        return host.read(path)
+    except Err as e:
+        raise FileNotFoundError(e.value) from None
+
+
+def call_tool(category: str, name: str, /, **kwargs):
+    """Calls tool `name` of `category` with keyword arguments; returns its JSON result as Python values."""
+    if not isinstance(category, str) or not isinstance(name, str):
+        raise TypeError("call_tool(category, name, **kwargs): category and name must be str")
+    try:
+        args_json = json.dumps(kwargs, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ToolError("arguments of " + category + "/" + name + " are not JSON: " + str(e)) from None
+    try:
+        result = host.call_tool(category, name, args_json)
+    except Err as e:
+        raise ToolError(e.value) from None
+    return json.loads(result)
+
+
+def install() -> types.ModuleType:
+    """Registers the `codecell` module so that stubs can `from codecell import call_tool`."""
+    module = types.ModuleType("codecell", "Host functions of the codecell sandbox.")
+    module.ls = ls
+    module.read = read
+    module.call_tool = call_tool
+    module.ToolError = ToolError
+    sys.modules["codecell"] = module
+    return module
