@@ -1,0 +1,2 @@
+async def execute(args):
+    return args

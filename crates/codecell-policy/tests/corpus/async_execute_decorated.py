@@ -1,0 +1,3 @@
+@decorator
+async def execute(args):
+    return args

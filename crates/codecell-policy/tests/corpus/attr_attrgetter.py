@@ -1,0 +1,4 @@
+import functools
+
+def execute(args):
+    return functools.attrgetter

@@ -1,0 +1,2 @@
+def execute(args):
+    return args.get_field('x', (), {})

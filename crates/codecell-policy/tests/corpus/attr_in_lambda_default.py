@@ -1,0 +1,3 @@
+def execute(args):
+    f = lambda v=args.__dict__: v
+    return f()

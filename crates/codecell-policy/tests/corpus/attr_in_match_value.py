@@ -1,0 +1,4 @@
+def execute(args):
+    match args:
+        case Color._RED:
+            return 1

@@ -1,0 +1,4 @@
+def execute(args):
+    return f'''
+{args.x}
+  {args._y}'''

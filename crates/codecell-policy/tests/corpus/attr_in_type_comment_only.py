@@ -1,0 +1,3 @@
+def execute(args):
+    x = 1  # type: args.__class__
+    return x

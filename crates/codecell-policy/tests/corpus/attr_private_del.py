@@ -1,0 +1,3 @@
+def execute(args):
+    del args._x
+    return args

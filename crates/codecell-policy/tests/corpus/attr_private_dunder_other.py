@@ -1,0 +1,2 @@
+def execute(args):
+    return args.__len__()

@@ -1,0 +1,3 @@
+def execute(args):
+    args._cache = 1
+    return args

@@ -1,0 +1,2 @@
+def execute(args: eval('dict')):
+    return args

@@ -1,0 +1,5 @@
+class C(vars()):
+    pass
+
+def execute(args):
+    return 1

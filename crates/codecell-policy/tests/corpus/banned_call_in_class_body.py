@@ -1,0 +1,5 @@
+class C:
+    x = globals()
+
+def execute(args):
+    return 1

@@ -1,0 +1,2 @@
+def execute(args):
+    return [vars(x) for x in args]

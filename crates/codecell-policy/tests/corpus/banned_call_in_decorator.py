@@ -1,0 +1,6 @@
+@getattr(x, 'y')
+def helper():
+    pass
+
+def execute(args):
+    return 1

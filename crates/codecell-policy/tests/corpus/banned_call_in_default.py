@@ -1,0 +1,2 @@
+def execute(args=open('f')):
+    return args

@@ -1,0 +1,5 @@
+def execute(args):
+    try:
+        pass
+    except* setattr(args):
+        pass

@@ -1,0 +1,3 @@
+def execute(args):
+    f = lambda: exec('x')
+    return f

@@ -1,0 +1,4 @@
+def execute(args):
+    match args:
+        case x if locals():
+            return x

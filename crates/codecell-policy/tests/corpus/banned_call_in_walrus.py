@@ -1,0 +1,3 @@
+def execute(args):
+    if (x := input()):
+        return x

@@ -1,0 +1,2 @@
+def execute(args):
+    return sorted(args, key=getattr(args, 'k'))

@@ -1,0 +1,2 @@
+def execute(args):
+    return locals(args)

@@ -1,0 +1,2 @@
+def execute(args):
+    return 𝐞𝐱𝐞𝐜('1')

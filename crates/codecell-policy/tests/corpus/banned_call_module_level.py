@@ -1,0 +1,4 @@
+x = eval('1')
+
+def execute(args):
+    return x

@@ -1,0 +1,7 @@
+def execute(args):
+    return 1
+
+@staticmethod
+@staticmethod
+def execute(args):
+    return 2

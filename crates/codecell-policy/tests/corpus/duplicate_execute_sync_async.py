@@ -1,0 +1,5 @@
+def execute(args):
+    return 1
+
+async def execute(args):
+    return 2

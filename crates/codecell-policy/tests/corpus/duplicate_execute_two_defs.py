@@ -1,0 +1,5 @@
+def execute(args):
+    return 1
+
+def execute(args):
+    return 2

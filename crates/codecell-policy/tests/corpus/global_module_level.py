@@ -1,0 +1,4 @@
+global x
+
+def execute(args):
+    return 1

@@ -1,0 +1,7 @@
+import json
+
+def execute(args):
+    import socket
+    return 1
+
+import ctypes

@@ -1,0 +1,3 @@
+class Tool:
+    def execute(self, args):
+        return args

@@ -1,0 +1,3 @@
+if True:
+    def execute(args):
+        return args

@@ -1,0 +1,1 @@
+execute = lambda args: args

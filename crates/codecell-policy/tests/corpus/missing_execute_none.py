@@ -1,0 +1,2 @@
+def run(args):
+    return args

@@ -1,0 +1,7 @@
+def execute(args):
+    n = 0
+    def inc():
+        nonlocal n
+        n += 1
+    inc()
+    return n

@@ -1,0 +1,4 @@
+nonlocal x
+
+def execute(args):
+    return 1

@@ -1,0 +1,4 @@
+def execute(args):
+    f = eval
+    g = [getattr, open]
+    return len(g)

@@ -1,0 +1,2 @@
+def execute(args):
+    return '\ufeff\u200b' + "😀"

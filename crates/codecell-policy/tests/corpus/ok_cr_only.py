@@ -1,0 +1,1 @@
+import redef execute(args):    return re.escape('a')

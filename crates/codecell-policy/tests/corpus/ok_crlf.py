@@ -1,0 +1,4 @@
+import math
+
+def execute(args):
+    return math.pi

@@ -1,0 +1,6 @@
+@getattr
+def helper():
+    pass
+
+def execute(args):
+    return 1

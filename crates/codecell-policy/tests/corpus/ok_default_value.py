@@ -1,0 +1,2 @@
+def execute(args=None):
+    return args or {}

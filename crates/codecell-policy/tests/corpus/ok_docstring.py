@@ -1,0 +1,5 @@
+"""Doc."""
+
+def execute(args):
+    """Return args."""
+    return args

@@ -1,0 +1,2 @@
+def execute(args):
+    return args.eval(1) + args.open + args.exec()

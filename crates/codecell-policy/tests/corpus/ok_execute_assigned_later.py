@@ -1,0 +1,4 @@
+def execute(args):
+    return 1
+
+execute = execute

@@ -1,0 +1,5 @@
+import functools
+
+@functools.wraps(len)
+def execute(args):
+    return 1

@@ -1,0 +1,6 @@
+if True:
+    async def execute(args):
+        pass
+
+def execute(args):
+    return 1

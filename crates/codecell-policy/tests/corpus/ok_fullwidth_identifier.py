@@ -1,0 +1,3 @@
+def execute(args):
+    ｖａｌｕｅ = 3
+    return value

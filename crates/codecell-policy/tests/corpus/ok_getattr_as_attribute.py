@@ -1,0 +1,6 @@
+class Box:
+    def getattr(self, k):
+        return k
+
+def execute(args):
+    return Box().getattr('x')

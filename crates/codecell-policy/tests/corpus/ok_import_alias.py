@@ -1,0 +1,4 @@
+import json as j
+
+def execute(args):
+    return j.loads(args['s'])

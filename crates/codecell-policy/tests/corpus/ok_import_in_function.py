@@ -1,0 +1,7 @@
+def helper():
+    import statistics
+    return statistics.mean([1, 2])
+
+def execute(args):
+    import re, heapq
+    return helper()

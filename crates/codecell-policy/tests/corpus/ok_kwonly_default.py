@@ -1,0 +1,2 @@
+def execute(args, *, scale=2):
+    return args['x'] * scale

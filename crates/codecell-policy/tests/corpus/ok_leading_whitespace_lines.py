@@ -1,0 +1,6 @@
+
+
+   
+# comment
+def execute(args):
+    return 1

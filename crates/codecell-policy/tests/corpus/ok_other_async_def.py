@@ -1,0 +1,5 @@
+async def helper():
+    return 1
+
+def execute(args):
+    return 2

@@ -1,0 +1,5 @@
+def f(**kw):
+    return kw
+
+def execute(args):
+    return f(_x=1, __y=2)

@@ -1,0 +1,6 @@
+def _helper(x):
+    return x
+
+def execute(args):
+    _local = _helper(args)
+    return _local

@@ -1,0 +1,4 @@
+def execute(args):
+	if args:
+		return 1
+	return 0

@@ -1,0 +1,2 @@
+def execute(args):  # type: ignore
+    return args  # noqa

@@ -1,0 +1,4 @@
+# -*- coding: utf-8 -*-
+def execute(args):
+    café = 'naïve ☃ 日本'
+    return {'π': café, 'x': args}

@@ -1,0 +1,3 @@
+def execute(args):
+    with args as a, args as b:
+        return a

@@ -1,0 +1,5 @@
+def execute(args):
+    if args:
+        if args:
+            return eval('1')
+    return args._x

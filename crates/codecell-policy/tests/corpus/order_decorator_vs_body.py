@@ -1,0 +1,6 @@
+@a._d
+def f():
+    return eval('1')
+
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+def execute(args):
+    global g
+    return args._x

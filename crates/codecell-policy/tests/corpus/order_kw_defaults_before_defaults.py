@@ -1,0 +1,5 @@
+def g(a=eval('x'), *, b=args._y):
+    pass
+
+def execute(args):
+    return 1

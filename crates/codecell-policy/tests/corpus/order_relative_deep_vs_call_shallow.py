@@ -1,0 +1,3 @@
+eval('1')
+def execute(args):
+    from . import x

@@ -1,0 +1,4 @@
+x = a._p
+
+def execute(args):
+    return eval('1')

@@ -1,0 +1,4 @@
+def execute(args):
+    return args.__class__
+
+y = eval('1')

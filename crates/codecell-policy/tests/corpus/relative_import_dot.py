@@ -1,0 +1,4 @@
+from . import x
+
+def execute(args):
+    return x

@@ -1,0 +1,3 @@
+def execute(args):
+    from ..pkg import z
+    return z

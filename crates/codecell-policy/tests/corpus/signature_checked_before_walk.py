@@ -1,0 +1,3 @@
+import os
+def execute(a, b):
+    return eval(a)

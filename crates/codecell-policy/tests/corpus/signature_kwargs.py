@@ -1,0 +1,2 @@
+def execute(args, **kw):
+    return 1

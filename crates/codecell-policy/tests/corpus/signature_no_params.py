@@ -1,0 +1,2 @@
+def execute():
+    return 1

@@ -1,0 +1,2 @@
+def execute(args, extra):
+    return 1

@@ -1,0 +1,3 @@
+print 'x'
+def execute(args):
+    return 1
