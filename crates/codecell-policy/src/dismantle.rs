@@ -15,17 +15,17 @@ struct Work {
 }
 
 impl Work {
-    fn expr(&mut self, expr: Box<Expr>) {
-        self.exprs.push(*expr);
-    }
-
     fn opt(&mut self, expr: Option<Box<Expr>>) {
         self.exprs.extend(expr.map(|e| *e));
     }
 
-    fn arguments(&mut self, args: Box<Arguments>) {
-        let args = *args;
-        for a in args.posonlyargs.into_iter().chain(args.args).chain(args.kwonlyargs) {
+    fn arguments(&mut self, args: Arguments) {
+        for a in args
+            .posonlyargs
+            .into_iter()
+            .chain(args.args)
+            .chain(args.kwonlyargs)
+        {
             self.opt(a.def.annotation);
             self.opt(a.default);
         }
@@ -65,14 +65,14 @@ pub(crate) fn dismantle(body: Vec<Stmt>) {
 fn stmt_parts(stmt: Stmt, w: &mut Work) {
     match stmt {
         Stmt::FunctionDef(f) => {
-            w.arguments(f.args);
+            w.arguments(*f.args);
             w.stmts.extend(f.body);
             w.exprs.extend(f.decorator_list);
             w.opt(f.returns);
             w.type_params(f.type_params);
         }
         Stmt::AsyncFunctionDef(f) => {
-            w.arguments(f.args);
+            w.arguments(*f.args);
             w.stmts.extend(f.body);
             w.exprs.extend(f.decorator_list);
             w.opt(f.returns);
@@ -89,38 +89,38 @@ fn stmt_parts(stmt: Stmt, w: &mut Work) {
         Stmt::Delete(s) => w.exprs.extend(s.targets),
         Stmt::Assign(s) => {
             w.exprs.extend(s.targets);
-            w.expr(s.value);
+            w.exprs.push(*s.value);
         }
         Stmt::TypeAlias(s) => {
-            w.expr(s.name);
+            w.exprs.push(*s.name);
             w.type_params(s.type_params);
-            w.expr(s.value);
+            w.exprs.push(*s.value);
         }
         Stmt::AugAssign(s) => {
-            w.expr(s.target);
-            w.expr(s.value);
+            w.exprs.push(*s.target);
+            w.exprs.push(*s.value);
         }
         Stmt::AnnAssign(s) => {
-            w.expr(s.target);
-            w.expr(s.annotation);
+            w.exprs.push(*s.target);
+            w.exprs.push(*s.annotation);
             w.opt(s.value);
         }
         Stmt::For(s) => {
-            w.expr(s.target);
-            w.expr(s.iter);
+            w.exprs.push(*s.target);
+            w.exprs.push(*s.iter);
             w.stmts.extend(s.body.into_iter().chain(s.orelse));
         }
         Stmt::AsyncFor(s) => {
-            w.expr(s.target);
-            w.expr(s.iter);
+            w.exprs.push(*s.target);
+            w.exprs.push(*s.iter);
             w.stmts.extend(s.body.into_iter().chain(s.orelse));
         }
         Stmt::While(s) => {
-            w.expr(s.test);
+            w.exprs.push(*s.test);
             w.stmts.extend(s.body.into_iter().chain(s.orelse));
         }
         Stmt::If(s) => {
-            w.expr(s.test);
+            w.exprs.push(*s.test);
             w.stmts.extend(s.body.into_iter().chain(s.orelse));
         }
         Stmt::With(s) => {
@@ -138,7 +138,7 @@ fn stmt_parts(stmt: Stmt, w: &mut Work) {
             w.stmts.extend(s.body);
         }
         Stmt::Match(s) => {
-            w.expr(s.subject);
+            w.exprs.push(*s.subject);
             for case in s.cases {
                 w.patterns.push(case.pattern);
                 w.opt(case.guard);
@@ -152,10 +152,10 @@ fn stmt_parts(stmt: Stmt, w: &mut Work) {
         Stmt::Try(s) => try_parts(s.body, s.handlers, s.orelse, s.finalbody, w),
         Stmt::TryStar(s) => try_parts(s.body, s.handlers, s.orelse, s.finalbody, w),
         Stmt::Assert(s) => {
-            w.expr(s.test);
+            w.exprs.push(*s.test);
             w.opt(s.msg);
         }
-        Stmt::Expr(s) => w.expr(s.value),
+        Stmt::Expr(s) => w.exprs.push(*s.value),
         Stmt::Import(_)
         | Stmt::ImportFrom(_)
         | Stmt::Global(_)
@@ -173,7 +173,8 @@ fn try_parts(
     finalbody: Vec<Stmt>,
     w: &mut Work,
 ) {
-    w.stmts.extend(body.into_iter().chain(orelse).chain(finalbody));
+    w.stmts
+        .extend(body.into_iter().chain(orelse).chain(finalbody));
     for ExceptHandler::ExceptHandler(handler) in handlers {
         w.opt(handler.type_);
         w.stmts.extend(handler.body);
@@ -184,22 +185,22 @@ fn expr_parts(expr: Expr, w: &mut Work) {
     match expr {
         Expr::BoolOp(e) => w.exprs.extend(e.values),
         Expr::NamedExpr(e) => {
-            w.expr(e.target);
-            w.expr(e.value);
+            w.exprs.push(*e.target);
+            w.exprs.push(*e.value);
         }
         Expr::BinOp(e) => {
-            w.expr(e.left);
-            w.expr(e.right);
+            w.exprs.push(*e.left);
+            w.exprs.push(*e.right);
         }
-        Expr::UnaryOp(e) => w.expr(e.operand),
+        Expr::UnaryOp(e) => w.exprs.push(*e.operand),
         Expr::Lambda(e) => {
-            w.arguments(e.args);
-            w.expr(e.body);
+            w.arguments(*e.args);
+            w.exprs.push(*e.body);
         }
         Expr::IfExp(e) => {
-            w.expr(e.test);
-            w.expr(e.body);
-            w.expr(e.orelse);
+            w.exprs.push(*e.test);
+            w.exprs.push(*e.body);
+            w.exprs.push(*e.orelse);
         }
         Expr::Dict(e) => {
             w.exprs.extend(e.keys.into_iter().flatten());
@@ -207,45 +208,45 @@ fn expr_parts(expr: Expr, w: &mut Work) {
         }
         Expr::Set(e) => w.exprs.extend(e.elts),
         Expr::ListComp(e) => {
-            w.expr(e.elt);
+            w.exprs.push(*e.elt);
             comprehensions(e.generators, w);
         }
         Expr::SetComp(e) => {
-            w.expr(e.elt);
+            w.exprs.push(*e.elt);
             comprehensions(e.generators, w);
         }
         Expr::DictComp(e) => {
-            w.expr(e.key);
-            w.expr(e.value);
+            w.exprs.push(*e.key);
+            w.exprs.push(*e.value);
             comprehensions(e.generators, w);
         }
         Expr::GeneratorExp(e) => {
-            w.expr(e.elt);
+            w.exprs.push(*e.elt);
             comprehensions(e.generators, w);
         }
-        Expr::Await(e) => w.expr(e.value),
+        Expr::Await(e) => w.exprs.push(*e.value),
         Expr::Yield(e) => w.opt(e.value),
-        Expr::YieldFrom(e) => w.expr(e.value),
+        Expr::YieldFrom(e) => w.exprs.push(*e.value),
         Expr::Compare(e) => {
-            w.expr(e.left);
+            w.exprs.push(*e.left);
             w.exprs.extend(e.comparators);
         }
         Expr::Call(e) => {
-            w.expr(e.func);
+            w.exprs.push(*e.func);
             w.exprs.extend(e.args);
             w.exprs.extend(e.keywords.into_iter().map(|k| k.value));
         }
         Expr::FormattedValue(e) => {
-            w.expr(e.value);
+            w.exprs.push(*e.value);
             w.opt(e.format_spec);
         }
         Expr::JoinedStr(e) => w.exprs.extend(e.values),
-        Expr::Attribute(e) => w.expr(e.value),
+        Expr::Attribute(e) => w.exprs.push(*e.value),
         Expr::Subscript(e) => {
-            w.expr(e.value);
-            w.expr(e.slice);
+            w.exprs.push(*e.value);
+            w.exprs.push(*e.slice);
         }
-        Expr::Starred(e) => w.expr(e.value),
+        Expr::Starred(e) => w.exprs.push(*e.value),
         Expr::List(e) => w.exprs.extend(e.elts),
         Expr::Tuple(e) => w.exprs.extend(e.elts),
         Expr::Slice(e) => {
@@ -267,15 +268,16 @@ fn comprehensions(generators: Vec<rustpython_parser::ast::Comprehension>, w: &mu
 
 fn pattern_parts(pattern: Pattern, w: &mut Work) {
     match pattern {
-        Pattern::MatchValue(p) => w.expr(p.value),
+        Pattern::MatchValue(p) => w.exprs.push(*p.value),
         Pattern::MatchSequence(p) => w.patterns.extend(p.patterns),
         Pattern::MatchMapping(p) => {
             w.exprs.extend(p.keys);
             w.patterns.extend(p.patterns);
         }
         Pattern::MatchClass(p) => {
-            w.expr(p.cls);
-            w.patterns.extend(p.patterns.into_iter().chain(p.kwd_patterns));
+            w.exprs.push(*p.cls);
+            w.patterns
+                .extend(p.patterns.into_iter().chain(p.kwd_patterns));
         }
         Pattern::MatchAs(p) => w.patterns.extend(p.pattern.map(|p| *p)),
         Pattern::MatchOr(p) => w.patterns.extend(p.patterns),

@@ -144,7 +144,10 @@ impl RuleId {
 
     /// Parses a stable identifier back into a rule.
     pub fn from_name(name: &str) -> Option<RuleId> {
-        RuleId::ALL.iter().copied().find(|rule| rule.as_str() == name)
+        RuleId::ALL
+            .iter()
+            .copied()
+            .find(|rule| rule.as_str() == name)
     }
 }
 

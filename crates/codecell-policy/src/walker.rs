@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 
 use rustpython_parser::ast::{
-    Arg, Ranged, Arguments, Comprehension, ExceptHandler, Expr, Keyword, MatchCase, Pattern, Stmt,
+    Arg, Arguments, Comprehension, ExceptHandler, Expr, Keyword, MatchCase, Pattern, Ranged, Stmt,
     TypeParam, WithItem,
 };
 

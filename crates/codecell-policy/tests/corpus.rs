@@ -9,8 +9,14 @@ use common::{Expected, corpus};
 fn corpus_is_broad() {
     let cases = corpus();
     assert!(cases.len() >= 80, "only {} corpus cases", cases.len());
-    let ok = cases.iter().filter(|c| matches!(c.expected, Expected::Ok(_))).count();
-    assert!(ok >= 30 && cases.len() - ok >= 30, "corpus should mix passes and failures");
+    let ok = cases
+        .iter()
+        .filter(|c| matches!(c.expected, Expected::Ok(_)))
+        .count();
+    assert!(
+        ok >= 30 && cases.len() - ok >= 30,
+        "corpus should mix passes and failures"
+    );
 }
 
 #[test]
@@ -19,8 +25,16 @@ fn corpus_verdicts_match_expected() {
     for case in corpus() {
         let got = validate_dynamic_source(&case.source);
         if Expected::of(&got) != case.expected {
-            failures.push(format!("{}: expected {:?}, got {:?}", case.name, case.expected, got));
+            failures.push(format!(
+                "{}: expected {:?}, got {:?}",
+                case.name, case.expected, got
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -25,9 +25,14 @@ fn python3() -> Command {
 
 /// Runs the oracle over `(name, source)` pairs and returns its verdict objects.
 fn oracle(cases: &[(String, String)]) -> Vec<Value> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed_checker.py");
-    let input: Vec<Value> =
-        cases.iter().map(|(name, source)| json!({"name": name, "source": source})).collect();
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/seed_checker.py"
+    );
+    let input: Vec<Value> = cases
+        .iter()
+        .map(|(name, source)| json!({"name": name, "source": source}))
+        .collect();
     let mut child = python3()
         .arg(script)
         .stdin(Stdio::piped())
@@ -39,7 +44,10 @@ fn oracle(cases: &[(String, String)]) -> Vec<Value> {
     let mut stdin = child.stdin.take().expect("stdin");
     let writer = std::thread::spawn(move || stdin.write_all(&payload));
     let out = child.wait_with_output().expect("run python3");
-    writer.join().expect("writer thread").expect("write to python3");
+    writer
+        .join()
+        .expect("writer thread")
+        .expect("write to python3");
     assert!(
         out.status.success(),
         "seed_checker.py failed: {}",
@@ -70,8 +78,10 @@ fn theirs(mut verdict: Value) -> Value {
 #[test]
 fn corpus_agrees_with_python_oracle() {
     let cases = corpus();
-    let pairs: Vec<(String, String)> =
-        cases.iter().map(|c| (c.name.clone(), c.source.clone())).collect();
+    let pairs: Vec<(String, String)> = cases
+        .iter()
+        .map(|c| (c.name.clone(), c.source.clone()))
+        .collect();
     let verdicts = oracle(&pairs);
     assert_eq!(verdicts.len(), cases.len());
     let mut failures = Vec::new();
@@ -80,7 +90,10 @@ fn corpus_agrees_with_python_oracle() {
         let expected = theirs(verdict);
         let got = ours(&case.source);
         if got != expected {
-            failures.push(format!("{}:\n  python: {expected}\n  rust:   {got}", case.name));
+            failures.push(format!(
+                "{}:\n  python: {expected}\n  rust:   {got}",
+                case.name
+            ));
         }
         // The recorded expectation must be the oracle's too, so EXPECTED cannot drift.
         let recorded = match &case.expected {
@@ -98,5 +111,10 @@ fn corpus_agrees_with_python_oracle() {
             ));
         }
     }
-    assert!(failures.is_empty(), "{} disagreements:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -74,7 +74,11 @@ pub fn corpus() -> Vec<Case> {
                 .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "py"))
         })
         .count();
-    assert_eq!(files, cases.len(), "every corpus/*.py must appear in EXPECTED");
+    assert_eq!(
+        files,
+        cases.len(),
+        "every corpus/*.py must appear in EXPECTED"
+    );
     cases.extend(generated());
     cases
 }
@@ -101,14 +105,22 @@ pub fn generated() -> Vec<Case> {
     let body = "import json\ndef execute(args):\n    return json.dumps(args)\n";
     let ok_json = || Expected::Ok(vec!["json".to_owned()]);
     vec![
-        generated_case("gen_at_limit_ascii", padded(body, 'x', MAX_SOURCE_CHARS), ok_json()),
+        generated_case(
+            "gen_at_limit_ascii",
+            padded(body, 'x', MAX_SOURCE_CHARS),
+            ok_json(),
+        ),
         generated_case(
             "gen_over_limit_ascii",
             padded(body, 'x', MAX_SOURCE_CHARS + 1),
             Expected::Rejected(RuleId::TooLong),
         ),
         // The limit counts characters, not bytes: 100,000 two-byte characters still pass.
-        generated_case("gen_at_limit_multibyte", padded(body, 'é', MAX_SOURCE_CHARS), ok_json()),
+        generated_case(
+            "gen_at_limit_multibyte",
+            padded(body, 'é', MAX_SOURCE_CHARS),
+            ok_json(),
+        ),
         generated_case(
             "gen_over_limit_multibyte",
             padded(body, '日', MAX_SOURCE_CHARS + 1),
@@ -140,12 +152,20 @@ pub fn generated() -> Vec<Case> {
         ),
         generated_case(
             "gen_nesting_50",
-            format!("def execute(args):\n    return {}1{}\n", "(".repeat(50), ")".repeat(50)),
+            format!(
+                "def execute(args):\n    return {}1{}\n",
+                "(".repeat(50),
+                ")".repeat(50)
+            ),
             Expected::Ok(vec![]),
         ),
         generated_case(
             "gen_parens_too_deep",
-            format!("def execute(args):\n    return {}1{}\n", "(".repeat(250), ")".repeat(250)),
+            format!(
+                "def execute(args):\n    return {}1{}\n",
+                "(".repeat(250),
+                ")".repeat(250)
+            ),
             Expected::Rejected(RuleId::SyntaxError),
         ),
         generated_case(
@@ -155,7 +175,10 @@ pub fn generated() -> Vec<Case> {
         ),
         generated_case(
             "gen_attribute_chain_too_deep",
-            format!("def execute(args):\n    return args{}\n", ".a".repeat(40_000)),
+            format!(
+                "def execute(args):\n    return args{}\n",
+                ".a".repeat(40_000)
+            ),
             Expected::Rejected(RuleId::SyntaxError),
         ),
         generated_case(
