@@ -12,6 +12,7 @@
 
 mod check;
 mod dismantle;
+mod grammar;
 mod parse;
 mod rules;
 mod text;

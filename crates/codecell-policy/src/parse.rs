@@ -55,6 +55,9 @@ pub(crate) fn parse_module(source: &str, index: &LineIndex<'_>) -> Result<Module
     };
     check_tokens(source, index)?;
     check_depth(&module, index)?;
+    if let Some((offset, detail)) = crate::grammar::first_error(source, &module.body) {
+        return Err(syntax_error(index.position(offset), detail));
+    }
     Ok(module)
 }
 

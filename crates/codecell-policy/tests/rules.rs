@@ -357,3 +357,13 @@ fn violation_is_an_error_with_useful_display() {
     assert_eq!(json["rule"], "banned_call");
     assert_eq!(json["line"], 2);
 }
+
+#[test]
+fn known_parser_differences_refuse_rather_than_accept() {
+    // CPython's `ast.parse` accepts these (its compiler refuses them later, so the seed's smoke
+    // run fails); rustpython-parser refuses them up front. Pinned so a change is noticed.
+    for source in ["f(a=1, a=2)\n", "def f(a, a):\n    pass\n"] {
+        let v = reject(&format!("{source}{EXEC}"));
+        assert_eq!(v.rule, RuleId::SyntaxError, "{v}");
+    }
+}

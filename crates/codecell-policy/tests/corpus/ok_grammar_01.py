@@ -1,0 +1,3 @@
+[a, *b] = c
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+(a) = 1
+def execute(args):
+    return 1

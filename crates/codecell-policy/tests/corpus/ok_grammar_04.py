@@ -1,0 +1,3 @@
+del a, (b, c), [d]
+def execute(args):
+    return 1

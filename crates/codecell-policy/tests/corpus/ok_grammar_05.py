@@ -1,0 +1,3 @@
+for (a, *b) in x: pass
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+f((x for x in y), 1)
+def execute(args):
+    return 1

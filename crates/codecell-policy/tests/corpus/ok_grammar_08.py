@@ -1,0 +1,3 @@
+f(a, b=(x for x in y))
+def execute(args):
+    return 1

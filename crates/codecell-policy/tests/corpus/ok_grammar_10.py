@@ -1,0 +1,3 @@
+def f(*, a, **k): pass
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+lambda *a, **k: 0
+def execute(args):
+    return 1

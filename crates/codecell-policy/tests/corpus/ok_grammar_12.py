@@ -1,0 +1,3 @@
+x = (yield)
+def execute(args):
+    return 1

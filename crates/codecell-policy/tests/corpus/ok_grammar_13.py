@@ -1,0 +1,3 @@
+with (a as b, c as d): pass
+def execute(args):
+    return 1

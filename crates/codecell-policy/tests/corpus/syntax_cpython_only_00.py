@@ -1,0 +1,3 @@
+f() = 1
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+a, b += 1
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+(a, b): int
+def execute(args):
+    return 1

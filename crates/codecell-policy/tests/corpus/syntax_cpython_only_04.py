@@ -1,0 +1,3 @@
+del *a
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+del f()
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+for f() in x: pass
+def execute(args):
+    return 1

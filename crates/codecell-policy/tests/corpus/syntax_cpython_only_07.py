@@ -1,0 +1,3 @@
+with x as f(): pass
+def execute(args):
+    return 1

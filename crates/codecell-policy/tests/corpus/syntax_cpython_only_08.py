@@ -1,0 +1,3 @@
+y = [1 for f() in x]
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+def f(a, **): pass
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+def f(*, **k): pass
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+... = 1
+def execute(args):
+    return 1

@@ -1,0 +1,3 @@
+type X = int
+def execute(args):
+    return 1

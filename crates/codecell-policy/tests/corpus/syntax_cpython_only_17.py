@@ -1,0 +1,3 @@
+def f[T](x): pass
+def execute(args):
+    return 1
