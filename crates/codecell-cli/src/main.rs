@@ -1,1 +1,72 @@
-fn main() {}
+//! The `codecell` command line.
+//!
+//! Exit status: 0 ok, 1 guest error or limit, 2 bad input (unreadable file, bad catalog),
+//! 3 host failure (guest not built, engine error).
+
+mod exit;
+mod run_cmd;
+mod tools_cmd;
+
+use clap::{Parser, Subcommand};
+use exit::Failure;
+use std::process::ExitCode;
+
+/// Run untrusted Python tool code in a WebAssembly sandbox.
+#[derive(Parser, Debug)]
+#[command(name = "codecell", disable_version_flag = true)]
+struct Cli {
+    /// Print codecell's version and the guest interpreters' Python versions.
+    #[arg(long = "version", short = 'V')]
+    version: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a snippet (a file, or `-` for stdin) in a fresh guest.
+    Run(run_cmd::RunArgs),
+    /// Show what the guest and the model see of a tool catalog.
+    #[command(subcommand)]
+    Tools(tools_cmd::ToolsCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::host(format!("cannot start the async runtime: {e}")))
+        .and_then(|rt| rt.block_on(dispatch(cli)));
+    match result {
+        Ok(code) => code,
+        Err(failure) => {
+            eprintln!("codecell: {}", failure.message);
+            failure.code
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
+    if cli.version {
+        return version().await;
+    }
+    match cli.command {
+        Some(Command::Run(args)) => run_cmd::run(args).await,
+        Some(Command::Tools(cmd)) => tools_cmd::run(cmd),
+        None => Err(Failure::input("no command given; try `codecell --help`".to_string())),
+    }
+}
+
+async fn version() -> Result<ExitCode, Failure> {
+    println!("codecell {}", env!("CARGO_PKG_VERSION"));
+    let guest = codecell::GuestKind::CPython;
+    match codecell::Engine::builder().guest(guest).build() {
+        Ok(engine) => match engine.python_version().await {
+            Ok(v) => println!("guest {}: Python {v}", guest.name()),
+            Err(e) => println!("guest {}: unavailable ({e})", guest.name()),
+        },
+        Err(e) => println!("guest {}: unavailable ({e})", guest.name()),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,1 +1,19 @@
-//! codecell
+//! codecell: run untrusted, model-written Python tool code inside WebAssembly.
+//!
+//! [`CodeMode`] gives an agent one tool, `execute_code`: its Python runs in a fresh guest that
+//! can only browse the tool tree (`ls`, `read`) and call tools (`call_tool`), under [`Limits`].
+
+mod code_mode;
+mod error;
+mod prompt;
+mod setup;
+
+pub use code_mode::CodeMode;
+pub use error::CodecellError;
+pub use prompt::system_prompt as system_prompt_for;
+pub use setup::{ToolDefinition, code_mode_from_tools};
+
+pub use codecell_catalog::{Catalog, CatalogBuilder, Handler, HandlerError, ToolSpec, async_handler_fn, handler_fn};
+pub use codecell_engine::{
+    Engine, EngineBuilder, EngineError, GuestError, GuestKind, LimitKind, Limits, Outcome, Status, ToolCallRecord,
+};

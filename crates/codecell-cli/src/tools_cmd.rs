@@ -1,0 +1,61 @@
+//! `codecell tools`: the tree and the prompt exactly as the guest and the model will see them.
+
+use crate::exit::Failure;
+use clap::{Args, Subcommand};
+use codecell::Catalog;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct CatalogArg {
+    /// Tool catalog (JSON).
+    #[arg(long)]
+    tools: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ToolsCommand {
+    /// List a directory of the tree (default `tools/`).
+    Ls {
+        /// Directory path.
+        path: Option<String>,
+        #[command(flatten)]
+        catalog: CatalogArg,
+    },
+    /// Print a file of the tree.
+    Read {
+        /// File path, e.g. `tools/__index__.md`.
+        path: String,
+        #[command(flatten)]
+        catalog: CatalogArg,
+    },
+    /// Print the code-mode system prompt for the catalog.
+    Prompt {
+        #[command(flatten)]
+        catalog: CatalogArg,
+    },
+}
+
+fn load(arg: &CatalogArg) -> Result<Catalog, Failure> {
+    Catalog::from_file(&arg.tools).map_err(|e| Failure::input(e.to_string()))
+}
+
+pub fn run(cmd: ToolsCommand) -> Result<ExitCode, Failure> {
+    match cmd {
+        ToolsCommand::Ls { path, catalog } => {
+            let path = path.unwrap_or_else(|| "tools/".to_string());
+            let entries = load(&catalog)?.ls(&path).map_err(|e| Failure::input(e.to_string()))?;
+            for entry in entries {
+                println!("{entry}");
+            }
+        }
+        ToolsCommand::Read { path, catalog } => {
+            let text = load(&catalog)?.read(&path).map_err(|e| Failure::input(e.to_string()))?;
+            print!("{text}");
+        }
+        ToolsCommand::Prompt { catalog } => {
+            println!("{}", codecell::system_prompt_for(&load(&catalog)?));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

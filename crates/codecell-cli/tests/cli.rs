@@ -1,0 +1,135 @@
+//! The CLI contract, run as a process: flags, the `--json` object and the exit codes.
+
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn codecell(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codecell"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("codecell starts");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("stdout is not one JSON object ({e}): {}", String::from_utf8_lossy(&out.stdout))
+    })
+}
+
+fn catalog() -> String {
+    fixture("demo/catalog.json").to_string_lossy().into_owned()
+}
+
+#[test]
+fn run_json_demo_is_ok_with_the_right_stdout() {
+    let demo = fixture("snippets/demo.py").to_string_lossy().into_owned();
+    let out = codecell(&["run", &demo, "--tools", &catalog(), "--json"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json_of(&out);
+    assert_eq!(v["status"], "ok");
+    assert!(v["stdout"].as_str().unwrap().contains("100 C = 212.0 F"));
+    assert_eq!(v["truncated"], false);
+    assert!(v["error"].is_null());
+    assert!(v["limit"].is_null());
+    assert!(v["fuel_used"].as_u64().unwrap() > 0);
+    assert!(v["duration_ms"].as_f64().unwrap() > 0.0);
+    let calls = v["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3);
+    for key in ["category", "name", "ok", "duration_us", "args_bytes", "result_bytes"] {
+        assert!(calls[0].get(key).is_some(), "tool call record lacks {key}");
+    }
+}
+
+#[test]
+fn guest_error_exits_1_with_error_object() {
+    let out = codecell(&["run", "-", "--json"], "raise ValueError('nope')");
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["error"]["type"], "ValueError");
+    assert_eq!(v["error"]["message"], "nope");
+    assert!(v["error"]["traceback"].as_str().unwrap().contains("ValueError: nope"));
+}
+
+#[test]
+fn limit_exits_1_and_names_the_limit() {
+    let out = codecell(&["run", "-", "--json", "--timeout-ms", "1000"], "import time\ntime.sleep(3600)");
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert_eq!(v["status"], "limit");
+    assert_eq!(v["limit"], "deadline");
+}
+
+#[test]
+fn limit_flags_are_applied() {
+    let out = codecell(&["run", "-", "--json", "--max-output-bytes", "10"], "print('0123456789abcdef')");
+    let v = json_of(&out);
+    assert_eq!(v["truncated"], true);
+    assert_eq!(v["stdout"], "0123456789");
+    assert_eq!(v["limit"], "output");
+    let out = codecell(&["run", "-", "--json", "--memory-mb", "64"], "b = bytearray(100 * 2**20)");
+    assert_eq!(json_of(&out)["limit"], "memory");
+    let out = codecell(&["run", "-", "--json", "--fuel", "1000000"], "while True: pass");
+    assert_eq!(json_of(&out)["limit"], "fuel");
+    let out = codecell(
+        &["run", "-", "--json", "--tools", &catalog(), "--max-tool-calls", "2"],
+        "for i in range(5): call_tool('text', 'stats', text='a')",
+    );
+    assert_eq!(json_of(&out)["limit"], "tool_calls");
+}
+
+#[test]
+fn human_output_prints_stdout_and_a_status_line() {
+    let out = codecell(&["run", "-"], "print('hi')");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[codecell] ok"), "{err}");
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let out = codecell(&["run", "/nonexistent/snippet.py"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"categories": [{"name": "x", "description": "d", "tools": [{"name": "t"}]}]}"#).unwrap();
+    let out = codecell(&["run", "-", "--tools", bad.to_str().unwrap()], "print(1)");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json"), "error does not name the file: {err}");
+    assert!(err.contains("categories[0].tools[0]"), "error does not name the JSON path: {err}");
+}
+
+#[test]
+fn tools_subcommands_show_the_tree() {
+    let out = codecell(&["tools", "ls", "--tools", &catalog()], "");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "__index__.md\ntext/\nunits/\n");
+    let out = codecell(&["tools", "read", "tools/units/convert.py", "--tools", &catalog()], "");
+    let stub = String::from_utf8_lossy(&out.stdout);
+    assert!(stub.contains("def convert("), "{stub}");
+    assert!(stub.contains("call_tool("), "{stub}");
+    let out = codecell(&["tools", "read", "tools/../../etc/passwd", "--tools", &catalog()], "");
+    assert_eq!(out.status.code(), Some(2));
+    let out = codecell(&["tools", "prompt", "--tools", &catalog()], "");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("execute_code"));
+}
+
+#[test]
+fn version_names_the_guest_python() {
+    let out = codecell(&["--version"], "");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("codecell 0.1.0"), "{text}");
+    assert!(text.contains("guest cpython: Python 3."), "{text}");
+}
+
+fn fixture(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel)
+}

@@ -1,0 +1,86 @@
+//! The compiled-artifact cache: compile a guest once per machine, not once per process.
+//!
+//! Compiling the ~20 MB CPython component takes seconds and half a gigabyte; loading a cached
+//! `.cwasm` maps it in about 2 ms. The cache key covers everything that makes an artifact valid:
+//! the guest's content hash, the wasmtime version and the engine's compilation settings.
+//!
+//! Trust: `Component::deserialize_file` executes what the file contains, so the cache directory
+//! must be writable only by the user running codecell (it defaults to the guest's own build
+//! directory). A file that fails to load is recompiled and replaced.
+
+use crate::error::EngineError;
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// The content hash of the guest at `wasm`: its `.sha256` side file when present (written by the
+/// build script, so a process start does not hash 20 MB), else computed.
+fn guest_digest(wasm: &Path) -> Result<String, EngineError> {
+    let side = wasm.with_file_name(format!(
+        "{}.sha256",
+        wasm.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+    ));
+    if let (Ok(text), Ok(side_meta), Ok(wasm_meta)) =
+        (std::fs::read_to_string(&side), side.metadata(), wasm.metadata())
+    {
+        let digest = text.trim();
+        // Only trust the side file if it is not older than the guest it describes.
+        let fresh = match (side_meta.modified(), wasm_meta.modified()) {
+            (Ok(s), Ok(w)) => s >= w,
+            _ => false,
+        };
+        if fresh && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(digest.to_ascii_lowercase());
+        }
+    }
+    let bytes = std::fs::read(wasm).map_err(|e| EngineError::io(wasm, e))?;
+    Ok(hex::encode(Sha256::digest(&bytes)))
+}
+
+/// The cache key for `wasm` compiled by `engine`.
+fn cache_key(engine: &Engine, guest_digest: &str) -> String {
+    let mut config = std::collections::hash_map::DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut config);
+    let mut h = Sha256::new();
+    h.update(guest_digest.as_bytes());
+    h.update(b"\0wasmtime-48.0.8\0");
+    h.update(config.finish().to_le_bytes());
+    hex::encode(&h.finalize()[..12])
+}
+
+/// Loads the compiled guest from `cache_dir`, compiling and storing it on a miss.
+pub(crate) fn load_or_compile(
+    engine: &Engine,
+    wasm: &Path,
+    cache_dir: &Path,
+    stem: &str,
+) -> Result<Component, EngineError> {
+    let digest = guest_digest(wasm)?;
+    let cached = cache_dir.join(format!("{stem}-{}.cwasm", cache_key(engine, &digest)));
+    if cached.is_file() {
+        // SAFETY: the file was written by `Component::serialize` of an engine with the same key,
+        // into a directory that only this user writes (see the module docs).
+        if let Ok(component) = unsafe { Component::deserialize_file(engine, &cached) } {
+            return Ok(component);
+        }
+    }
+    let component = Component::from_file(engine, wasm).map_err(|e| EngineError::Compile {
+        path: wasm.to_path_buf(),
+        message: format!("{e:#}"),
+    })?;
+    // A cache that cannot be written costs time, not correctness: carry on without it.
+    let _ = store(&component, cache_dir, &cached);
+    Ok(component)
+}
+
+fn store(component: &Component, dir: &Path, path: &PathBuf) -> Result<(), Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(dir)?;
+    let bytes = component.serialize()?;
+    // Write then rename, so a concurrent reader never maps a half-written file.
+    let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), path.file_name().unwrap_or_default().to_string_lossy()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}

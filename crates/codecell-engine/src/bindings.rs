@@ -1,0 +1,13 @@
+//! Rust bindings for the guest world in `wasm-guests/wit`.
+//!
+//! Host imports are `async` (a tool handler may do I/O) and `trappable` (exceeding a limit inside a
+//! host call must end the run, not return an error the guest could swallow).
+
+wasmtime::component::bindgen!({
+    path: "../../wasm-guests/wit",
+    world: "sandbox",
+    imports: { default: async | trappable },
+    exports: { default: async },
+});
+
+pub use codecell::guest::types::{Failure, RunOptions};

@@ -1,0 +1,134 @@
+//! `Engine`: one per process. Holds the wasmtime engine, the compiled guest and the epoch ticker.
+
+use crate::artifact_cache;
+use crate::bindings::SandboxPre;
+use crate::error::EngineError;
+use crate::guest::GuestKind;
+use crate::state::RunState;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use wasmtime::component::{HasSelf, Linker};
+
+/// How often the epoch advances; the granularity of deadline checks and of async yields.
+pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Builds an [`Engine`].
+///
+/// Secure defaults: the guest gets no preopened directories, no environment, no arguments, no
+/// network and an empty stdin; fuel metering and epoch interruption are always on; every run gets
+/// a fresh instance. The only choices are which guest to load and where to cache its compiled form.
+#[derive(Debug, Clone)]
+pub struct EngineBuilder {
+    guest: GuestKind,
+    wasm_path: Option<PathBuf>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl EngineBuilder {
+    /// Selects the guest interpreter (default: CPython).
+    pub fn guest(mut self, guest: GuestKind) -> Self {
+        self.guest = guest;
+        self
+    }
+
+    /// Loads the guest component from `path` instead of the default location.
+    pub fn wasm_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.wasm_path = Some(path.into());
+        self
+    }
+
+    /// Stores compiled artifacts in `dir` (default: `$CODECELL_CACHE_DIR`, else the guest's directory).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Loads (or compiles and caches) the guest and starts the epoch ticker.
+    pub fn build(self) -> Result<Engine, EngineError> {
+        let wasm = self.wasm_path.unwrap_or_else(|| self.guest.default_path());
+        if !wasm.is_file() {
+            return Err(EngineError::GuestNotBuilt { path: wasm });
+        }
+        let cache_dir = self
+            .cache_dir
+            .or_else(|| std::env::var_os("CODECELL_CACHE_DIR").filter(|v| !v.is_empty()).map(PathBuf::from))
+            .unwrap_or_else(|| wasm.parent().map(|p| p.join("cache")).unwrap_or_else(|| PathBuf::from("cache")));
+
+        let mut config = wasmtime::Config::new();
+        config.consume_fuel(true);
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        let wasmtime = wasmtime::Engine::new(&config).map_err(EngineError::wasmtime)?;
+
+        let component = artifact_cache::load_or_compile(&wasmtime, &wasm, &cache_dir, self.guest.name())?;
+        let mut linker: Linker<RunState> = Linker::new(&wasmtime);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(EngineError::wasmtime)?;
+        crate::bindings::Sandbox::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(EngineError::wasmtime)?;
+        let pre = linker.instantiate_pre(&component).map_err(EngineError::wasmtime)?;
+        let pre = SandboxPre::new(pre).map_err(EngineError::wasmtime)?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        spawn_ticker(&wasmtime, stop.clone());
+        Ok(Engine {
+            inner: Arc::new(Inner { wasmtime, pre, guest: self.guest, wasm, ticker_stop: stop }),
+        })
+    }
+}
+
+/// Advances the engine's epoch every tick until the engine is dropped.
+fn spawn_ticker(engine: &wasmtime::Engine, stop: Arc<AtomicBool>) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("codecell-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })
+        .ok();
+}
+
+pub(crate) struct Inner {
+    pub(crate) wasmtime: wasmtime::Engine,
+    pub(crate) pre: SandboxPre<RunState>,
+    pub(crate) guest: GuestKind,
+    pub(crate) wasm: PathBuf,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The code-mode engine: cheap to clone, shared by every run in the process.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("guest", &self.inner.guest).field("wasm", &self.inner.wasm).finish()
+    }
+}
+
+impl Engine {
+    /// A builder with the secure defaults described on [`EngineBuilder`].
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder { guest: GuestKind::CPython, wasm_path: None, cache_dir: None }
+    }
+
+    /// The guest this engine runs.
+    pub fn guest(&self) -> GuestKind {
+        self.inner.guest
+    }
+}

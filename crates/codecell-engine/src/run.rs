@@ -1,0 +1,156 @@
+//! One run: a fresh store and instance, the limits armed, the export called, the result classified.
+
+use crate::bindings::{Failure, RunOptions, Sandbox};
+use crate::engine::{EPOCH_TICK, Engine};
+use crate::error::EngineError;
+use crate::limits::Limits;
+use crate::outcome::{GuestError, LimitKind, Outcome, Status};
+use crate::state::RunState;
+use crate::trap;
+use codecell_catalog::Catalog;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+use wasmtime::{Store, UpdateDeadline};
+
+/// What the guest export returned, before classification.
+pub(crate) enum Returned<T> {
+    /// The export returned normally (its own `Ok` or `Err`).
+    Guest(Result<T, Failure>),
+    /// The instance trapped (or the host stopped it).
+    Trap(wasmtime::Error),
+    /// The wall-clock deadline passed while the guest was blocked in a host call.
+    TimedOut,
+}
+
+impl Engine {
+    /// Runs a code-mode snippet in a fresh guest with `catalog` behind `ls`/`read`/`call_tool`.
+    pub async fn run_snippet(
+        &self,
+        code: &str,
+        catalog: Option<Arc<Catalog>>,
+        limits: &Limits,
+    ) -> Result<Outcome, EngineError> {
+        let options = RunOptions { recursion_limit: limits.recursion_limit };
+        let code = code.to_string();
+        self.run(catalog, limits, move |sandbox, store| {
+            Box::pin(async move { sandbox.call_run_snippet(store, &code, options).await })
+        })
+        .await
+        .map(|(outcome, _)| outcome)
+    }
+
+    /// Runs a dynamic tool's `execute(args)` with restricted builtins; the value is its JSON result.
+    pub async fn run_tool(
+        &self,
+        source: &str,
+        imports: &[String],
+        args_json: &str,
+        limits: &Limits,
+    ) -> Result<(Outcome, Option<String>), EngineError> {
+        let options = RunOptions { recursion_limit: limits.recursion_limit };
+        let (source, imports, args) = (source.to_string(), imports.to_vec(), args_json.to_string());
+        self.run(None, limits, move |sandbox, store| {
+            Box::pin(async move { sandbox.call_run_tool(store, &source, &imports, &args, options).await })
+        })
+        .await
+    }
+
+    /// The guest interpreter's Python version, e.g. `3.14.0`.
+    pub async fn python_version(&self) -> Result<String, EngineError> {
+        let limits = Limits::default();
+        let mut store = self.new_store(None, &limits)?;
+        let sandbox = self.inner.pre.instantiate_async(&mut store).await.map_err(EngineError::wasmtime)?;
+        sandbox.call_python_version(&mut store).await.map_err(EngineError::wasmtime)
+    }
+
+    fn new_store(&self, catalog: Option<Arc<Catalog>>, limits: &Limits) -> Result<Store<RunState>, EngineError> {
+        let deadline = Instant::now() + limits.deadline;
+        let mut store = Store::new(&self.inner.wasmtime, RunState::new(limits, catalog, deadline));
+        store.limiter(|s| &mut s.limiter);
+        store.set_fuel(limits.fuel).map_err(EngineError::wasmtime)?;
+        // Each epoch tick, check the wall clock: past the deadline, interrupt; otherwise yield so
+        // a CPU-bound guest never starves the other tasks of the async runtime.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            if Instant::now() >= ctx.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        Ok(store)
+    }
+
+    async fn run<T, F>(
+        &self,
+        catalog: Option<Arc<Catalog>>,
+        limits: &Limits,
+        call: F,
+    ) -> Result<(Outcome, Option<T>), EngineError>
+    where
+        T: Send + 'static,
+        F: for<'a> FnOnce(
+                &'a Sandbox,
+                &'a mut Store<RunState>,
+            )
+                -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<T, Failure>>> + Send + 'a>>
+            + Send,
+    {
+        let started = Instant::now();
+        let mut store = self.new_store(catalog, limits)?;
+        let sandbox = self.inner.pre.instantiate_async(&mut store).await.map_err(EngineError::wasmtime)?;
+        // The epoch callback stops running wasm; this timeout also stops a guest that is blocked
+        // in a host call (a WASI sleep, a slow tool), which epochs cannot interrupt. The grace
+        // lets the epoch path win when both apply, so its classification is the one reported.
+        let budget = limits.deadline + EPOCH_TICK * 4;
+        let returned = match tokio::time::timeout(budget, call(&sandbox, &mut store)).await {
+            Ok(Ok(result)) => Returned::Guest(result),
+            Ok(Err(trap)) => Returned::Trap(trap),
+            Err(_elapsed) => Returned::TimedOut,
+        };
+        let fuel_left = store.get_fuel().unwrap_or(0);
+        let state = store.into_data();
+        let duration = started.elapsed();
+        let (value, status, limit, error) = trap::classify(returned, &state);
+        let (stdout, out_cut) = state.stdout.take();
+        let (stderr, err_cut) = state.stderr.take();
+        let outcome = Outcome {
+            status,
+            stdout,
+            stderr,
+            truncated: out_cut || err_cut,
+            error,
+            limit,
+            fuel_used: limits.fuel.saturating_sub(fuel_left),
+            duration_ms: Outcome::duration_ms_of(duration),
+            tool_calls: state.tool_calls,
+        };
+        Ok((outcome, value))
+    }
+}
+
+/// Builds the caller-facing error for a limit.
+pub(crate) fn limit_error(kind: LimitKind, limits: &Limits) -> GuestError {
+    let (name, message) = match kind {
+        LimitKind::Fuel => ("OutOfFuel", format!("the run used all of its {} units of fuel", limits.fuel)),
+        LimitKind::Memory => (
+            "MemoryLimitExceeded",
+            format!("the run tried to use more than {} bytes of memory", limits.memory_bytes),
+        ),
+        LimitKind::Deadline => (
+            "DeadlineExceeded",
+            format!("the run exceeded its deadline of {} ms", limits.deadline.as_millis()),
+        ),
+        LimitKind::Output => (
+            "OutputLimitExceeded",
+            format!("output exceeded {} bytes; it was truncated and the run stopped", limits.max_output_bytes),
+        ),
+        LimitKind::ToolCalls => (
+            "ToolCallLimitExceeded",
+            format!("the run made more than {} tool calls", limits.max_tool_calls),
+        ),
+    };
+    GuestError { kind: name.to_string(), message, traceback: String::new() }
+}
+

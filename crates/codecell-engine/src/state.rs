@@ -1,0 +1,60 @@
+//! The data a run's `Store` carries: WASI context, capture buffers, limits and the tool record.
+
+use crate::limits::Limits;
+use crate::memory_limit::MemoryLimiter;
+use crate::outcome::{LimitKind, ToolCallRecord};
+use crate::output::CappedOutput;
+use codecell_catalog::Catalog;
+use std::sync::Arc;
+use std::time::Instant;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Per-run host state; dropped with the store at the end of the run.
+pub(crate) struct RunState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) stdout: CappedOutput,
+    pub(crate) stderr: CappedOutput,
+    pub(crate) catalog: Option<Arc<Catalog>>,
+    pub(crate) limits: Limits,
+    pub(crate) deadline: Instant,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
+    /// Set by a host function just before it traps to stop the run for a limit.
+    pub(crate) stopped_by: Option<LimitKind>,
+}
+
+impl RunState {
+    /// A state whose WASI context holds nothing: no preopened directories, no environment, no
+    /// arguments, no network, empty stdin. Only stdout/stderr (captured), clocks and randomness.
+    pub(crate) fn new(limits: &Limits, catalog: Option<Arc<Catalog>>, deadline: Instant) -> Self {
+        let stdout = CappedOutput::new(limits.max_output_bytes);
+        let stderr = CappedOutput::new(limits.max_output_bytes);
+        let wasi = WasiCtx::builder()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        RunState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter::new(limits.memory_bytes),
+            stdout,
+            stderr,
+            catalog,
+            limits: limits.clone(),
+            deadline,
+            tool_calls: Vec::new(),
+            stopped_by: None,
+        }
+    }
+}
+
+impl WasiView for RunState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}

@@ -1,0 +1,89 @@
+//! `CodeMode`: the `execute_code` tool and the prompt that teaches a model to use it.
+
+use crate::prompt;
+use codecell_catalog::{Catalog, ToolSpec};
+use codecell_engine::{Engine, EngineError, Limits, Outcome, Status};
+use serde_json::json;
+use std::sync::Arc;
+
+/// Code mode over one catalog: every `execute_code` runs in a fresh guest.
+#[derive(Clone, Debug)]
+pub struct CodeMode {
+    engine: Engine,
+    catalog: Arc<Catalog>,
+    limits: Limits,
+}
+
+impl CodeMode {
+    /// Code mode over `catalog`, with [`Limits::default`].
+    pub fn new(engine: Engine, catalog: Arc<Catalog>) -> Self {
+        CodeMode { engine, catalog, limits: Limits::default() }
+    }
+
+    /// Replaces the limits every run is held to.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits every run is held to.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The catalog behind `ls`, `read` and `call_tool`.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Runs `code` in a fresh guest; guest errors and limits are in the [`Outcome`].
+    pub async fn execute_code(&self, code: &str) -> Result<Outcome, EngineError> {
+        self.engine.run_snippet(code, Some(self.catalog.clone()), &self.limits).await
+    }
+
+    /// The system-prompt section that teaches a model the tree and `call_tool`.
+    pub fn system_prompt(&self) -> String {
+        prompt::system_prompt(&self.catalog)
+    }
+
+    /// The `execute_code` tool definition to hand to the model (MCP field names).
+    pub fn execute_code_tool(&self) -> ToolSpec {
+        ToolSpec {
+            name: "execute_code".to_string(),
+            description: "Run Python code that explores the tools with ls() and read(), calls them with \
+                          call_tool(), and print()s the results."
+                .to_string(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "Python source code to run."}},
+                "required": ["code"],
+                "additionalProperties": false
+            }),
+            output_schema: None,
+        }
+    }
+
+    /// Renders an outcome as the text a model reads back: its output, then what went wrong.
+    pub fn render_for_model(outcome: &Outcome) -> String {
+        let mut text = outcome.stdout.clone();
+        if outcome.truncated {
+            text.push_str("\n... (output truncated)");
+        }
+        if outcome.status != Status::Ok {
+            if let Some(error) = &outcome.error {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                if error.traceback.is_empty() {
+                    text.push_str(&format!("{}: {}", error.kind, error.message));
+                } else {
+                    text.push_str(error.traceback.trim_end());
+                }
+            }
+        }
+        if text.is_empty() {
+            text.push_str("(no output)");
+        }
+        text
+    }
+}
