@@ -107,6 +107,8 @@ impl CommandHandler {
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let cap = self.max_output_bytes;
+        // One deadline for the whole call: output and exit together, not a timeout each.
+        let deadline = tokio::time::Instant::now() + self.timeout;
 
         let work = async {
             // Write and read concurrently: a program that answers before reading all of its
@@ -122,7 +124,7 @@ impl CommandHandler {
             // try_join stops at the first overflow instead of waiting for the other pipe.
             tokio::try_join!(write, read_capped(stdout, cap), read_capped(stderr, cap))
         };
-        let (out, err) = match tokio::time::timeout(self.timeout, work).await {
+        let (out, err) = match tokio::time::timeout_at(deadline, work).await {
             Ok(Ok(((), out, err))) => (out, err),
             Ok(Err(Overflow)) => {
                 let _ = child.kill().await;
@@ -141,7 +143,7 @@ impl CommandHandler {
             }
         };
         // Output is closed; the exit itself is still bounded by the timeout.
-        let status = match tokio::time::timeout(self.timeout, child.wait()).await {
+        let status = match tokio::time::timeout_at(deadline, child.wait()).await {
             Ok(Ok(status)) => status,
             Ok(Err(e)) => {
                 return Err(HandlerError::new(format!(
@@ -151,7 +153,7 @@ impl CommandHandler {
             Err(_) => {
                 let _ = child.kill().await;
                 return Err(HandlerError::new(format!(
-                    "command {:?} did not exit within {} ms and was killed",
+                    "command {:?} timed out after {} ms and was killed (it closed its output but did not exit)",
                     self.program_name(),
                     self.timeout.as_millis()
                 )));

@@ -327,9 +327,14 @@ pub fn generate(input: &StubInput<'_>) -> String {
         for p in &params {
             out.push_str(&format!("\n        {}", p.ident));
             if !p.notes.is_empty() {
-                out.push_str(" (");
-                push_indented(&mut out, &p.notes.join("; "), "            ");
-                out.push(')');
+                // The parentheses go through the escaper with the notes, so a quote at the end
+                // of a note is not mistaken for the end of the text.
+                out.push(' ');
+                push_indented(
+                    &mut out,
+                    &format!("({})", p.notes.join("; ")),
+                    "            ",
+                );
             }
             out.push(':');
             if !p.description.trim().is_empty() {
@@ -372,7 +377,11 @@ fn body(input: &StubInput<'_>, params: &[Param]) -> String {
         if line.len() <= MAX_DEF_LINE + 4 || params.is_empty() {
             return line;
         }
-        let mut s = format!("    return {head},\n");
+        let mut s = format!(
+            "    return call_tool(\n        {},\n        {},\n",
+            pylit::string(input.category),
+            pylit::string(input.tool)
+        );
         for p in params {
             s.push_str(&format!("        {}={},\n", p.ident, p.ident));
         }
