@@ -1,0 +1,222 @@
+//! Command handlers: JSON over stdin/stdout, exit statuses, timeouts, output caps, bad output.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use codecell_catalog::{CommandHandler, Handler, STDERR_TAIL_BYTES};
+use serde_json::{Value, json};
+
+fn py(script: &str) -> CommandHandler {
+    CommandHandler::new(vec![
+        common::python3().to_string(),
+        "-c".to_string(),
+        script.to_string(),
+    ])
+}
+
+async fn run(h: &CommandHandler, args: Value) -> Result<Value, String> {
+    h.call(args).await.map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn success_reads_stdin_to_eof_and_parses_stdout() {
+    let h = py(
+        "import json,sys; a=json.load(sys.stdin); print(json.dumps({'echo': a, 'n': a['x'] * 2}))",
+    );
+    let out = run(&h, json!({"x": 21, "s": "é\"\n"})).await.unwrap();
+    assert_eq!(out, json!({"echo": {"x": 21, "s": "é\"\n"}, "n": 42}));
+}
+
+#[tokio::test]
+async fn a_program_that_ignores_stdin_still_works() {
+    let h = py("print('[1, 2, 3]')");
+    let big = json!({"blob": "b".repeat(1_000_000)});
+    assert_eq!(run(&h, big).await.unwrap(), json!([1, 2, 3]));
+}
+
+#[tokio::test]
+async fn non_zero_exit_carries_the_tail_of_stderr() {
+    let h = py(
+        "import sys; sys.stderr.write('noise ' * 2000 + '\\nValueError: FINAL LINE\\n'); sys.exit(3)",
+    );
+    let e = run(&h, json!({})).await.unwrap_err();
+    assert!(e.contains("exited with status 3"), "{e}");
+    assert!(e.contains("ValueError: FINAL LINE"), "{e}");
+    assert!(
+        e.len() < STDERR_TAIL_BYTES + 300,
+        "tail is bounded: {} bytes",
+        e.len()
+    );
+    assert!(e.contains('…'), "a cut tail is marked: {e}");
+}
+
+#[tokio::test]
+async fn non_zero_exit_without_stderr() {
+    let e = run(&py("import sys; sys.exit(1)"), json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        e.contains("exited with status 1") && e.contains("no stderr"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn killed_by_a_signal() {
+    let e = run(
+        &py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
+        json!({}),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.contains("killed by a signal"), "{e}");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_program() {
+    let h = py("import time; time.sleep(30)").timeout(Duration::from_millis(300));
+    let start = Instant::now();
+    let e = run(&h, json!({})).await.unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(e.contains("timed out after 300 ms"), "{e}");
+}
+
+#[tokio::test]
+async fn timeout_covers_a_program_that_closes_its_output_and_hangs() {
+    let h = py("import os, time; os.close(1); os.close(2); time.sleep(30)")
+        .timeout(Duration::from_millis(300));
+    let start = Instant::now();
+    let e = run(&h, json!({})).await.unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(e.contains("timed out"), "{e}");
+}
+
+#[tokio::test]
+async fn stdout_over_the_cap_is_an_error() {
+    let h = py("print('\"' + 'x' * 100000 + '\"')").max_output_bytes(1000);
+    let e = run(&h, json!({})).await.unwrap_err();
+    assert!(e.contains("more than 1000 bytes"), "{e}");
+    // Exactly at the cap is fine.
+    let h = py("import sys; sys.stdout.write('\"' + 'x' * 998 + '\"')").max_output_bytes(1000);
+    assert_eq!(run(&h, json!({})).await.unwrap(), json!("x".repeat(998)));
+}
+
+#[tokio::test]
+async fn an_endless_writer_is_stopped_at_the_cap_not_the_timeout() {
+    for stream in ["stdout", "stderr"] {
+        let h = py(&format!(
+            "import sys\nwhile True: sys.{stream}.write('y' * 65536)"
+        ))
+        .max_output_bytes(100_000)
+        .timeout(Duration::from_secs(20));
+        let start = Instant::now();
+        let e = run(&h, json!({})).await.unwrap_err();
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{stream}: took {:?}",
+            start.elapsed()
+        );
+        assert!(e.contains("more than 100000 bytes"), "{stream}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn invalid_json_on_stdout_is_an_error() {
+    let e = run(&py("print('this is not json')"), json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        e.contains("invalid JSON") && e.contains("this is not json"),
+        "{e}"
+    );
+    let e = run(&py("print('{\"a\": 1} trailing')"), json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.contains("invalid JSON"), "{e}");
+    let e = run(&py("pass"), json!({})).await.unwrap_err();
+    assert!(e.contains("printed nothing"), "{e}");
+}
+
+#[tokio::test]
+async fn a_missing_program_is_an_error() {
+    let h = CommandHandler::new(vec!["/nonexistent/codecell-tool".to_string()]);
+    let e = run(&h, json!({})).await.unwrap_err();
+    assert!(
+        e.contains("could not start command") && e.contains("/nonexistent/codecell-tool"),
+        "{e}"
+    );
+    let e = run(&CommandHandler::new(vec![]), json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.contains("empty argv"), "{e}");
+}
+
+#[tokio::test]
+async fn no_shell_is_involved() {
+    // With a shell, `;` would start a second command; without one it is just an argument.
+    let h = CommandHandler::new(vec![
+        common::python3().to_string(),
+        "-c".to_string(),
+        "import json,sys; print(json.dumps(sys.argv[1:]))".to_string(),
+        "a; echo injected".to_string(),
+        "$HOME".to_string(),
+    ]);
+    assert_eq!(
+        run(&h, json!({})).await.unwrap(),
+        json!(["a; echo injected", "$HOME"])
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn dropping_the_call_kills_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let h = py(&format!(
+        "import os, time; open({:?}, 'w').write(str(os.getpid())); time.sleep(30)",
+        pid_file.display().to_string()
+    ));
+    let task = tokio::spawn(async move { h.call(json!({})).await });
+    // Wait until it runs, then give up on it, as a run's deadline would.
+    let started = Instant::now();
+    while std::fs::read_to_string(&pid_file).map_or(true, |s| s.trim().is_empty()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the program never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        // Gone, or a zombie waiting to be reaped: either way no longer running.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next()
+            .unwrap_or("");
+        if stat.is_empty() || state == "Z" || state == "X" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "pid {pid} still running: {stat}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
