@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{Catalog, CatalogBuilder, Where};
+use crate::builder::{CatalogBuilder, Where};
+use crate::catalog::Catalog;
 use crate::command::{CommandHandler, MAX_OUTPUT_BYTES, MAX_TIMEOUT};
 use crate::error::{CatalogError, shorten};
 use crate::handler::Handler;

@@ -9,6 +9,7 @@
 //!
 //! Names that are not Python identifiers are mapped deterministically (see [`naming`]).
 
+mod builder;
 mod catalog;
 mod command;
 mod error;
@@ -22,10 +23,11 @@ mod spec;
 mod stub;
 mod tree;
 
-pub use catalog::{
-    Catalog, CatalogBuilder, MAX_CATEGORIES, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_PARAMETERS,
+pub use builder::{
+    CatalogBuilder, MAX_CATEGORIES, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_PARAMETERS,
     MAX_TOOLS,
 };
+pub use catalog::Catalog;
 pub use command::{
     CommandHandler, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, MAX_OUTPUT_BYTES, MAX_TIMEOUT,
     STDERR_TAIL_BYTES,

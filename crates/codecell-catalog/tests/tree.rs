@@ -123,7 +123,8 @@ fn files_and_directories_are_not_confused() {
 #[test]
 fn refusals() {
     let c = catalog();
-    let cases: Vec<(String, fn(&PathError) -> bool)> = vec![
+    type Check = fn(&PathError) -> bool;
+    let cases: Vec<(String, Check)> = vec![
         ("..".into(), |e| {
             matches!(e, PathError::ParentSegment { .. })
         }),
