@@ -34,24 +34,51 @@ pub struct StubInput<'a> {
     pub output_schema: Option<&'a Value>,
 }
 
-/// Names imported from `typing` by the annotations of one stub.
-#[derive(Default)]
-struct Imports(BTreeSet<&'static str>);
+/// Names imported from `typing` by the annotations of one stub, and the schema that local
+/// `$ref`s (`#/$defs/...`) point into.
+struct Imports<'r> {
+    names: BTreeSet<&'static str>,
+    root: &'r Value,
+}
 
-impl Imports {
+impl<'r> Imports<'r> {
+    fn new(root: &'r Value) -> Self {
+        Imports {
+            names: BTreeSet::new(),
+            root,
+        }
+    }
+
     fn use_name(&mut self, name: &'static str) -> &'static str {
-        self.0.insert(name);
+        self.names.insert(name);
         name
     }
 }
 
 /// Renders the Python annotation for a schema.
-fn annotation(schema: &Value, imports: &mut Imports, depth: usize) -> String {
+fn annotation(schema: &Value, imports: &mut Imports<'_>, depth: usize) -> String {
     let Some(map) = schema.as_object() else {
         return imports.use_name("Any").to_string();
     };
     if depth >= MAX_TYPE_DEPTH {
         return imports.use_name("Any").to_string();
+    }
+    // Local references only (`#/$defs/Unit`); the depth cap ends reference cycles.
+    if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| imports.root.pointer(pointer));
+        return match target {
+            Some(target) => annotation(target, imports, depth + 1),
+            None => imports.use_name("Any").to_string(),
+        };
+    }
+    if let Some([only]) = map
+        .get("allOf")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+    {
+        return annotation(only, imports, depth + 1);
     }
     if let Some(values) = map.get("enum").and_then(Value::as_array) {
         if let Some(lit) = literal(values, imports) {
@@ -87,7 +114,12 @@ fn annotation(schema: &Value, imports: &mut Imports, depth: usize) -> String {
     }
 }
 
-fn single_type(t: &str, map: &Map<String, Value>, imports: &mut Imports, depth: usize) -> String {
+fn single_type(
+    t: &str,
+    map: &Map<String, Value>,
+    imports: &mut Imports<'_>,
+    depth: usize,
+) -> String {
     match t {
         "string" => "str".to_string(),
         "integer" => "int".to_string(),
@@ -106,7 +138,7 @@ fn single_type(t: &str, map: &Map<String, Value>, imports: &mut Imports, depth: 
 }
 
 /// `Literal[...]` for scalar enum values, or `None` when a value cannot be a literal.
-fn literal(values: &[Value], imports: &mut Imports) -> Option<String> {
+fn literal(values: &[Value], imports: &mut Imports<'_>) -> Option<String> {
     if values.is_empty() || values.len() > MAX_LITERAL_VALUES {
         return None;
     }
@@ -132,7 +164,7 @@ fn literal(values: &[Value], imports: &mut Imports) -> Option<String> {
 }
 
 /// A union of annotations; a `None` member makes it `Optional[...]`.
-fn union(parts: Vec<String>, imports: &mut Imports) -> String {
+fn union(parts: Vec<String>, imports: &mut Imports<'_>) -> String {
     let mut seen = Vec::new();
     let mut nullable = false;
     for p in parts {
@@ -195,7 +227,7 @@ fn short_json(v: &Value) -> String {
     crate::error::shorten(&v.to_string(), 80)
 }
 
-fn params(input: &Value, imports: &mut Imports) -> Vec<Param> {
+fn params(input: &Value, imports: &mut Imports<'_>) -> Vec<Param> {
     let empty = Map::new();
     let props = input
         .get("properties")
@@ -283,10 +315,13 @@ fn push_indented(out: &mut String, text: &str, indent: &str) {
 
 /// The full stub source for one tool.
 pub fn generate(input: &StubInput<'_>) -> String {
-    let mut imports = Imports::default();
+    let mut imports = Imports::new(input.input_schema);
     let params = params(input.input_schema, &mut imports);
     let returns = match input.output_schema {
-        Some(schema) => annotation(schema, &mut imports, 0),
+        Some(schema) => {
+            imports.root = schema;
+            annotation(schema, &mut imports, 0)
+        }
         None => imports.use_name("Any").to_string(),
     };
 
@@ -314,8 +349,8 @@ pub fn generate(input: &StubInput<'_>) -> String {
     };
 
     let mut out = String::from("from codecell import call_tool\n");
-    if !imports.0.is_empty() {
-        let names: Vec<&str> = imports.0.iter().copied().collect();
+    if !imports.names.is_empty() {
+        let names: Vec<&str> = imports.names.iter().copied().collect();
         out.push_str(&format!("from typing import {}\n", names.join(", ")));
     }
     out.push_str("\n\n");

@@ -335,3 +335,28 @@ fn categories_report_modules_and_functions() {
     );
     assert_eq!(info.functions, ["add", "sub_tract", "liar", "fails"]);
 }
+
+#[tokio::test]
+async fn self_referential_schemas_build_inside_a_runtime_and_validate() {
+    // A cycle of references must neither hang nor overflow; a remote one must fail, not block.
+    let cyclic = json!({"type": "object", "$defs": {"L": {"$ref": "#/$defs/L"}}, "properties": {"x": {"$ref": "#/$defs/L"}}});
+    let result = Catalog::builder()
+        .tool("a", ToolSpec::new("t", "", cyclic), handler_fn(Ok))
+        .build();
+    // jsonschema accepts the cycle; calling must still terminate, and the stub falls back to Any.
+    let c = result.unwrap();
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(5), c.call("a", "t", json!({"x": 1}))).await;
+    assert!(
+        outcome.is_ok(),
+        "validation of a cyclic schema did not terminate"
+    );
+    assert!(c.read("tools/a/t.py").unwrap().contains("x: Any = None"));
+    let remote =
+        json!({"type": "object", "properties": {"x": {"$ref": "https://example.invalid/s.json"}}});
+    let e = Catalog::builder()
+        .tool("a", ToolSpec::new("t", "", remote), handler_fn(Ok))
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("inputSchema"), "{e}");
+}
