@@ -77,8 +77,14 @@ impl CommandHandler {
         self.max_output_bytes
     }
 
+    /// The program's file name: messages reach the guest, which has no business learning
+    /// where on the host the catalog lives.
     fn program_name(&self) -> String {
-        shorten(self.argv.first().map_or("", String::as_str), 200)
+        let program = self.argv.first().map_or("", String::as_str);
+        let name = std::path::Path::new(program)
+            .file_name()
+            .map_or_else(|| program.into(), |n| n.to_string_lossy());
+        shorten(&name, 200)
     }
 
     async fn run(&self, args: Value) -> Result<Value, HandlerError> {

@@ -1,13 +1,41 @@
 //! codecell-catalog: the tools a guest can see and call, with no knowledge of wasm.
 //!
 //! A [`Catalog`] holds categories of tools ([`ToolSpec`]: MCP's `name`, `description`,
-//! `inputSchema`, `outputSchema`) with a [`Handler`] each. Building it validates every name and
-//! schema, compiles the validators, and generates the virtual tree once:
-//! `tools/__index__.md`, `tools/<category>/__index__.md`, `tools/<category>/<tool>.py`.
-//! [`Catalog::ls`] and [`Catalog::read`] serve that tree (paths are normalised and guarded in
-//! `path`); [`Catalog::call`] checks arguments, runs the handler and checks the result.
+//! `inputSchema`, `outputSchema`) with a [`Handler`] each: Rust closures ([`handler_fn`],
+//! [`async_handler_fn`]), programs ([`CommandHandler`]), or anything implementing the trait.
+//! Building it (with [`Catalog::builder`] or from a catalog file, [`Catalog::from_file`]) validates
+//! every name, size and schema, compiles the validators, and generates the whole tree once; after
+//! that the catalog is immutable and `ls`/`read` are map lookups.
 //!
-//! Names that are not Python identifiers are mapped deterministically (see [`naming`]).
+//! # The tree
+//!
+//! ```text
+//! tools/__index__.md                  categories: name, description, tool count
+//! tools/<category>/__index__.md       each tool with the first line of its description
+//! tools/<category>/<tool>.py          the stub: typed signature, docstring, call_tool body
+//! ```
+//!
+//! The root (`""`, `"."`, `"/"`) lists only `tools/`. Listings are sorted; directories end with
+//! `/`. Paths are normalised once, in [`TreePath::parse`]: `.` and empty segments are dropped, a
+//! trailing `/` is fine, a leading `/` is allowed only for `/tools/...` (any other absolute path is
+//! `OutsideTree`); `..` anywhere, NUL, backslashes, control characters, more than
+//! [`MAX_PATH_BYTES`] bytes or [`MAX_PATH_SEGMENTS`] segments are refused, never resolved.
+//!
+//! # Names
+//!
+//! Category directories and tool files use Python identifiers ([`naming`]): characters outside
+//! ASCII `[A-Za-z0-9_]` become `_`, a leading digit gets a `_` prefix, keywords, dunders and names
+//! the stub itself binds get a trailing `_`, and collisions take `_2`, `_3`, … (names already valid
+//! keep them; the rest are numbered in sorted order). Parameters are mapped the same way and the
+//! stub passes the original names. [`Catalog::call`] accepts a category by name or identifier, and
+//! a tool by name, identifier, or either with the seed's `.py` suffix.
+//!
+//! # Calls
+//!
+//! Arguments are checked against `inputSchema` before the handler runs, results against
+//! `outputSchema` when given; [`CallError`]'s `Display` is the message the guest's `ToolError`
+//! carries. Command handlers get JSON on stdin, answer JSON on stdout, and are bounded by a
+//! timeout and an output cap; see [`CommandHandler`].
 
 mod builder;
 mod catalog;

@@ -151,8 +151,12 @@ async fn a_missing_program_is_an_error() {
     let h = CommandHandler::new(vec!["/nonexistent/codecell-tool".to_string()]);
     let e = run(&h, json!({})).await.unwrap_err();
     assert!(
-        e.contains("could not start command") && e.contains("/nonexistent/codecell-tool"),
+        e.contains("could not start command \"codecell-tool\""),
         "{e}"
+    );
+    assert!(
+        !e.contains("/nonexistent"),
+        "host paths stay out of guest-visible messages: {e}"
     );
     let e = run(&CommandHandler::new(vec![]), json!({}))
         .await
