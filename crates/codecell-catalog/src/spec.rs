@@ -9,6 +9,7 @@ pub struct ToolSpec {
     /// The tool's name, unique within its category; any text (mapped to a Python identifier for stubs).
     pub name: String,
     /// What the tool does; the first line is its summary in the category index.
+    #[serde(default)]
     pub description: String,
     /// JSON Schema of the arguments (an object schema).
     #[serde(rename = "inputSchema")]

@@ -260,6 +260,50 @@ fn stub_strings_cannot_break_out_of_literals() {
 }
 
 #[test]
+fn separators_and_bidi_controls_in_names_are_escaped() {
+    // U+2028/U+2029 and bidi overrides are not control characters, so names may contain them;
+    // in source they would hide or reorder text, so stubs spell them as escapes.
+    let category = "cat\u{2028}x";
+    let tool = "t\u{202e}gnp.exe\u{2029}";
+    let param = "p\u{2066}q";
+    let schema =
+        json!({"type": "object", "properties": {param: {"type": "string"}}, "required": [param]});
+    let c = Catalog::builder()
+        .tool(
+            category,
+            ToolSpec::new(tool, "d\u{2028}e", schema),
+            handler_fn(Ok),
+        )
+        .build()
+        .unwrap();
+    let info = &c.categories()[0];
+    let source = c
+        .read(&format!("tools/{}/{}.py", info.module, info.functions[0]))
+        .unwrap();
+    for raw in ['\u{2028}', '\u{2029}', '\u{202e}', '\u{2066}'] {
+        assert!(!source.contains(raw), "raw {raw:?} in:\n{source}");
+    }
+    common::assert_valid_python("separators", &source);
+    let out = exercise(&source, &info.functions[0], json!(["v"]), json!({}));
+    assert_eq!(out["calls"], json!([[category, tool, {param: "v"}]]));
+}
+
+#[test]
+fn tool_spec_uses_mcp_field_names() {
+    let spec: ToolSpec = serde_json::from_value(json!({
+        "name": "t", "inputSchema": {"type": "object"}, "outputSchema": {"type": "string"}
+    }))
+    .unwrap();
+    assert_eq!(spec.description, "");
+    assert_eq!(spec.output_schema, Some(json!({"type": "string"})));
+    let back = serde_json::to_value(ToolSpec::new("t", "d", json!({"type": "object"}))).unwrap();
+    assert_eq!(
+        back,
+        json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}})
+    );
+}
+
+#[test]
 fn golden_fixture_dir_exists() {
     assert!(Path::new(&common::fixtures().join("stubs")).is_dir());
 }
