@@ -1,0 +1,104 @@
+//! The error of every registry operation.
+
+use crate::runner::RunError;
+use crate::schema::SchemaError;
+use crate::smoke::SmokeError;
+use crate::source::Violation;
+use crate::store::StoreError;
+use crate::ttl::TtlError;
+
+/// Why a registry operation was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DynamicToolError {
+    /// The registry was opened without a root session id.
+    #[error("dynamic tools require a root session id")]
+    MissingSessionId,
+    /// The spec is not a JSON object.
+    #[error("dynamic tool spec must be a JSON object")]
+    SpecNotObject,
+    /// A spec field that must be a string is a container.
+    #[error("dynamic tool {0} must be a string")]
+    NotAString(&'static str),
+    /// The name does not match `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`.
+    #[error(
+        "dynamic tool name is not provider-portable: {0:?} (use 1-64 of A-Z a-z 0-9 _ -, not starting with a digit or -)"
+    )]
+    InvalidName(String),
+    /// The name is one of the reserved names.
+    #[error("dynamic tool name is reserved: {0}")]
+    ReservedName(String),
+    /// This session already has a tool of that name.
+    #[error("session dynamic tool already exists: {0:?}")]
+    AlreadyDefined(String),
+    /// The description is empty after collapsing whitespace.
+    #[error("dynamic tool description is required")]
+    MissingDescription,
+    /// The source broke the policy.
+    #[error("dynamic tool source rejected: {0}")]
+    Source(#[from] Violation),
+    /// A schema is not an object or does not compile.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// The spec asks for permissions.
+    #[error("session dynamic tools cannot request Host/filesystem/network permissions")]
+    Permissions,
+    /// The TTL is not a number in (0, 86400].
+    #[error(transparent)]
+    Ttl(#[from] TtlError),
+    /// No smoke arguments were given and none could be synthesised.
+    #[error("dynamic tool smoke_args: {0}")]
+    SmokeSynthesis(#[from] SmokeError),
+    /// The smoke arguments do not match the input schema.
+    #[error("dynamic tool smoke_args: {0}")]
+    SmokeArgs(String),
+    /// The smoke run failed.
+    #[error("dynamic tool smoke test failed: {0}")]
+    SmokeRun(RunError),
+    /// The smoke result does not match the output schema.
+    #[error("dynamic tool smoke output: {0}")]
+    SmokeOutput(String),
+    /// Invocation arguments do not match the input schema.
+    #[error("dynamic tool arguments: {0}")]
+    Arguments(String),
+    /// The result does not match the output schema.
+    #[error("dynamic tool output: {0}")]
+    Output(String),
+    /// The run failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// No tool of that name resolves (or it expired).
+    #[error("unknown or expired dynamic tool {0:?}")]
+    Unknown(String),
+    /// Promotion of a name this session has not defined.
+    #[error("no session dynamic tool to promote: {0:?}")]
+    NoSessionTool(String),
+    /// A scope other than project or global where one of those is required.
+    #[error("dynamic tool scope must be project or global, not {0}")]
+    InvalidScope(String),
+    /// Approval was not given.
+    #[error("dynamic tool {0} requires human approval")]
+    ApprovalRequired(&'static str),
+    /// The manifest id is not a valid version of that name in that scope.
+    #[error("manifest {manifest_id:?} is not a {scope} version of {name:?} in this scope")]
+    NotAVersion {
+        /// Requested id.
+        manifest_id: String,
+        /// Scope searched.
+        scope: String,
+        /// Tool name.
+        name: String,
+    },
+    /// Rollback with nothing earlier to return to.
+    #[error(
+        "cannot roll back {scope} dynamic tool {name:?}: no earlier activated version is available"
+    )]
+    NoRollbackTarget {
+        /// Scope.
+        scope: String,
+        /// Tool name.
+        name: String,
+    },
+    /// The store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,86 @@
+//! `define`: validate a spec the seed's way, smoke-test it, store the session manifest.
+
+use super::Registry;
+use crate::error::DynamicToolError;
+use crate::manifest::{
+    DEFAULT_TTL_S, Manifest, RESERVED_NAMES, SessionCore, collapse_whitespace, is_valid_name,
+};
+use crate::{pyvalue, schema, smoke, source, ttl};
+use serde_json::Value;
+
+fn string_field(spec: &Value, key: &'static str) -> Result<String, DynamicToolError> {
+    pyvalue::str_or_empty(spec.get(key)).ok_or(DynamicToolError::NotAString(key))
+}
+
+impl Registry {
+    /// Defines a session tool from a spec (`name`, `description`, `input_schema`,
+    /// `output_schema`, `implementation`, optional `smoke_args`, `ttl_s`, `permissions`):
+    /// checks are the seed's, in the seed's order; the smoke run must succeed and match the
+    /// output schema before anything is written.
+    pub async fn define(&self, spec: &Value) -> Result<Manifest, DynamicToolError> {
+        if !spec.is_object() {
+            return Err(DynamicToolError::SpecNotObject);
+        }
+        let name = string_field(spec, "name")?;
+        if !is_valid_name(&name) {
+            return Err(DynamicToolError::InvalidName(name));
+        }
+        if RESERVED_NAMES.contains(&name.as_str()) {
+            return Err(DynamicToolError::ReservedName(name));
+        }
+        if self.session_manifest(&name).is_some() {
+            return Err(DynamicToolError::AlreadyDefined(name));
+        }
+        let description = collapse_whitespace(&string_field(spec, "description")?);
+        if description.is_empty() {
+            return Err(DynamicToolError::MissingDescription);
+        }
+        let implementation = string_field(spec, "implementation")?;
+        let imports = source::validate(&implementation)?;
+        let input_schema = schema::normalize(spec.get("input_schema"), "input_schema")?;
+        let output_schema = schema::normalize(spec.get("output_schema"), "output_schema")?;
+        if spec.get("permissions").is_some_and(pyvalue::truthy) {
+            return Err(DynamicToolError::Permissions);
+        }
+        let ttl_s = match spec.get("ttl_s") {
+            None => DEFAULT_TTL_S,
+            given => ttl::parse(given)?,
+        };
+        let manifest = SessionCore {
+            name: &name,
+            description: &description,
+            input_schema: &input_schema,
+            output_schema: &output_schema,
+            implementation: &implementation,
+            imports: &imports,
+            session_id: &self.session_id,
+            ttl_s,
+        }
+        .into_manifest(self.clock.now());
+
+        let smoke_args = match spec.get("smoke_args") {
+            None | Some(Value::Null) => smoke::minimal_smoke_args(&input_schema)?,
+            Some(given) => given.clone(),
+        };
+        if let Some(error) = schema::validation_error(&smoke_args, &input_schema) {
+            return Err(DynamicToolError::SmokeArgs(error));
+        }
+        let result = self
+            .runner
+            .run(&manifest, &smoke_args)
+            .await
+            .map_err(DynamicToolError::SmokeRun)?;
+        if let Some(error) = schema::validation_error(&result, &output_schema) {
+            return Err(DynamicToolError::SmokeOutput(error));
+        }
+
+        let mut state = self.state();
+        // Another define of the same name may have finished while the smoke test ran.
+        if state.session.contains_key(&name) {
+            return Err(DynamicToolError::AlreadyDefined(name));
+        }
+        self.store.write_session_manifest(&manifest)?;
+        state.session.insert(name, manifest.clone());
+        Ok(manifest)
+    }
+}

@@ -1,0 +1,218 @@
+//! The scope-aware registry (the seed's `DynamicToolRegistry`): define, invoke, resolve.
+//! Resolution is always session > project > global. Session manifests are loaded once at open
+//! and kept in memory; project/global state is re-read from disk on every query, so other
+//! processes' promotions are seen.
+
+mod define;
+mod scopes;
+mod versions;
+
+pub use versions::{PublicEvent, VersionEntry, VersionsReport};
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::DynamicToolError;
+use crate::event_log::Event;
+use crate::manifest::{Manifest, Scope};
+use crate::runner::ToolRunner;
+use crate::schema;
+use crate::store::Store;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Asked before a promotion without the approved flag: `(manifest, "promote:<scope>")`.
+pub type Approval = Arc<dyn Fn(&Manifest, &str) -> bool + Send + Sync>;
+
+/// How to open a registry.
+#[derive(Clone)]
+pub struct RegistryOptions {
+    /// Root session (frame) id; required.
+    pub session_id: String,
+    /// Project id; defaults to the session id as in the seed.
+    pub project_id: Option<String>,
+    /// Store directory.
+    pub store_dir: PathBuf,
+    /// Time source (TTL and event timestamps).
+    pub clock: Arc<dyn Clock>,
+    /// Approval callback for promotions; none means "not approved".
+    pub approval: Option<Approval>,
+}
+
+impl RegistryOptions {
+    /// Options with the system clock and no approval callback.
+    pub fn new(session_id: impl Into<String>, store_dir: impl Into<PathBuf>) -> Self {
+        RegistryOptions {
+            session_id: session_id.into(),
+            project_id: None,
+            store_dir: store_dir.into(),
+            clock: Arc::new(SystemClock),
+            approval: None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    session: BTreeMap<String, Manifest>,
+    load_errors: Vec<String>,
+    load_error_set: HashSet<String>,
+    last_audit_event: Option<Event>,
+}
+
+impl State {
+    fn record_errors(&mut self, errors: impl IntoIterator<Item = String>) {
+        for error in errors {
+            if self.load_error_set.insert(error.clone()) {
+                self.load_errors.push(error);
+            }
+        }
+    }
+}
+
+/// Scope-aware dynamic tool versions with session-first resolution.
+pub struct Registry {
+    session_id: String,
+    project_id: String,
+    store: Store,
+    runner: Arc<dyn ToolRunner>,
+    approval: Option<Approval>,
+    clock: Arc<dyn Clock>,
+    state: Mutex<State>,
+}
+
+impl Registry {
+    /// Opens the store and loads this session's valid, unexpired manifests; bad files are
+    /// reported in [`Registry::load_errors`], never fatal.
+    pub fn open(
+        options: RegistryOptions,
+        runner: Arc<dyn ToolRunner>,
+    ) -> Result<Registry, DynamicToolError> {
+        let session_id = options.session_id.trim().to_string();
+        if session_id.is_empty() {
+            return Err(DynamicToolError::MissingSessionId);
+        }
+        let project_id = options
+            .project_id
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| session_id.clone());
+        let store = Store::open(&options.store_dir)?;
+        let registry = Registry {
+            session_id,
+            project_id,
+            store,
+            runner,
+            approval: options.approval,
+            clock: options.clock,
+            state: Mutex::new(State::default()),
+        };
+        let (manifests, errors) = registry.store.load_session_manifests(&registry.session_id);
+        let now = registry.clock.now();
+        {
+            let mut state = registry.state();
+            state.record_errors(errors);
+            for manifest in manifests {
+                if now < manifest.expires_at {
+                    state.session.insert(manifest.name.clone(), manifest);
+                }
+            }
+        }
+        // Surface scoped load errors at open, as the seed's constructor does.
+        registry.effective();
+        Ok(registry)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere must not make the registry unusable: the state stays consistent
+        // because every mutation is a single insert/remove.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The root session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The project id.
+    pub fn project_id(&self) -> &str {
+        &self.project_id
+    }
+
+    /// Every distinct load error seen so far (corrupt, tampered or torn files and log lines).
+    pub fn load_errors(&self) -> Vec<String> {
+        self.state().load_errors.clone()
+    }
+
+    /// The event appended by the last promote/activate/rollback of this registry.
+    pub fn last_audit_event(&self) -> Option<Event> {
+        self.state().last_audit_event.clone()
+    }
+
+    /// Drops expired session manifests from memory; returns how many.
+    pub fn purge_expired(&self) -> usize {
+        let now = self.clock.now();
+        let mut state = self.state();
+        let before = state.session.len();
+        state.session.retain(|_, m| now < m.expires_at);
+        before - state.session.len()
+    }
+
+    /// This session's unexpired manifest of that name.
+    pub fn session_manifest(&self, name: &str) -> Option<Manifest> {
+        self.purge_expired();
+        self.state().session.get(name).cloned()
+    }
+
+    /// The manifest `name` resolves to (session > project > global), if any.
+    pub fn get(&self, name: &str) -> Option<Manifest> {
+        self.purge_expired();
+        self.effective().remove(name)
+    }
+
+    /// Every tool that resolves, sorted by name.
+    pub fn tools(&self) -> Vec<Manifest> {
+        self.purge_expired();
+        self.effective().into_values().collect()
+    }
+
+    /// name → resolved manifest: global, overridden by project, overridden by session.
+    fn effective(&self) -> BTreeMap<String, Manifest> {
+        let view = self.scoped_view();
+        let mut map = BTreeMap::new();
+        for scope in [Scope::Global, Scope::Project] {
+            for manifest in self.active_versions(&view, scope) {
+                map.insert(manifest.name.clone(), manifest);
+            }
+        }
+        for (name, manifest) in &self.state().session {
+            map.insert(name.clone(), manifest.clone());
+        }
+        map
+    }
+
+    /// Resolves `name` and invokes exactly that manifest.
+    pub async fn invoke(&self, name: &str, args: &Value) -> Result<Value, DynamicToolError> {
+        let manifest = self
+            .get(name)
+            .ok_or_else(|| DynamicToolError::Unknown(name.to_string()))?;
+        self.invoke_manifest(&manifest, args).await
+    }
+
+    /// Invokes this exact version: arguments checked before, result checked after. It never
+    /// re-resolves the name, so an activation racing with the call cannot swap the code.
+    pub async fn invoke_manifest(
+        &self,
+        manifest: &Manifest,
+        args: &Value,
+    ) -> Result<Value, DynamicToolError> {
+        if let Some(error) = schema::validation_error(args, &manifest.input_schema) {
+            return Err(DynamicToolError::Arguments(error));
+        }
+        let result = self.runner.run(manifest, args).await?;
+        if let Some(error) = schema::validation_error(&result, &manifest.output_schema) {
+            return Err(DynamicToolError::Output(error));
+        }
+        Ok(result)
+    }
+}

@@ -1,0 +1,38 @@
+//! How the registry runs tool code: through a [`ToolRunner`] it is given (in codecell, a fresh
+//! wasm guest). This crate never executes anything itself.
+
+use crate::manifest::Manifest;
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future as runners return it.
+pub type RunFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, RunError>> + Send + 'a>>;
+
+/// Runs a manifest's `execute(args)` in isolation and returns its JSON result.
+pub trait ToolRunner: Send + Sync {
+    /// Runs `manifest.implementation`'s `execute(args)` with exactly this manifest's imports.
+    fn run<'a>(&'a self, manifest: &'a Manifest, args: &'a Value) -> RunFuture<'a>;
+}
+
+/// Why a run produced no result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The tool code raised; `kind` is the exception type.
+    #[error("dynamic tool raised {kind}: {message}")]
+    Raised {
+        /// Exception type name.
+        kind: String,
+        /// Exception message (may include a traceback).
+        message: String,
+    },
+    /// A limit (time, memory, fuel, input or output size) ended the run.
+    #[error("dynamic tool hit a limit: {0}")]
+    Limit(String),
+    /// The result was not JSON or not representable.
+    #[error("dynamic tool returned invalid JSON: {0}")]
+    InvalidOutput(String),
+    /// The runner itself failed (could not start the guest, host error).
+    #[error("dynamic tool runner failed: {0}")]
+    Host(String),
+}

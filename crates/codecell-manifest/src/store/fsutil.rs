@@ -1,0 +1,136 @@
+//! File-system primitives over cap-std: atomic writes, bounded reads, an inter-process lock.
+
+use cap_std::fs::{Dir, OpenOptions};
+use std::io::{self, Read as _, Write as _};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Opens (creating if needed) a directory given by an ambient path.
+pub(crate) fn open_ambient(path: &Path) -> io::Result<Dir> {
+    std::fs::create_dir_all(path)?;
+    Dir::open_ambient_dir(path, cap_std::ambient_authority())
+}
+
+/// Opens (creating if needed) a subdirectory of `dir`.
+pub(crate) fn open_sub(dir: &Dir, name: &str) -> io::Result<Dir> {
+    dir.create_dir_all(name)?;
+    dir.open_dir(name)
+}
+
+/// Options for a new private file: 0600 where the platform has modes.
+fn private_options(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    options
+}
+
+/// A fresh unique-enough hex token (pid, time, counter) for temporary names and event ids.
+pub(crate) fn unique_token() -> String {
+    use sha2::Digest as _;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!(
+        "{}:{}:{}:{:?}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        std::thread::current().id()
+    );
+    hex::encode(&sha2::Sha256::digest(seed.as_bytes())[..16])
+}
+
+/// Writes `name` atomically: a private temporary file, fsync, rename over, fsync the directory.
+/// Readers see the old file or the whole new one, never a torn one.
+pub(crate) fn write_atomic(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let temporary = format!(".{name}.{}.tmp", unique_token());
+    let result = (|| {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        let mut file = dir.open_with(&temporary, private_options(&mut options))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        dir.rename(&temporary, dir, name)?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = dir.remove_file(&temporary);
+    }
+    result
+}
+
+/// Flushes a directory's entries (the rename) to disk; a no-op where directories can't be synced.
+pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        dir.open_dir(".")?.into_std_file().sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// Reads a file of at most `max` bytes; `Ok(None)` when it is larger.
+pub(crate) fn read_bounded(dir: &Dir, name: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
+    let file = dir.open(name)?;
+    if file.metadata()?.len() > max {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max).then_some(bytes))
+}
+
+/// An exclusive lock on a lock file, held until dropped; it serialises writers across processes.
+pub(crate) struct LockGuard(std::fs::File);
+
+impl LockGuard {
+    /// Blocks until the lock file `name` in `dir` is exclusively locked.
+    pub(crate) fn acquire(dir: &Dir, name: &str) -> io::Result<LockGuard> {
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true);
+        let file = dir.open_with(name, private_options(&mut options))?.into_std();
+        file.lock()?;
+        Ok(LockGuard(file))
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // Closing the file releases the lock too; unlocking first just makes it prompt.
+        let _ = self.0.unlock();
+    }
+}
+
+/// Appends one line to `name` and fsyncs it. Call only under the lock: if the file does not end
+/// with a newline (a writer died mid-line), a newline is written first so the torn fragment stays
+/// a line of its own instead of corrupting this one.
+pub(crate) fn append_line(dir: &Dir, name: &str, line: &str) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.read(true).append(true).create(true);
+    let mut file = dir.open_with(name, private_options(&mut options))?.into_std();
+    let len = file.metadata()?.len();
+    let mut buffer = Vec::with_capacity(line.len() + 2);
+    if len > 0 {
+        use std::io::{Seek as _, SeekFrom};
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            buffer.push(b'\n');
+        }
+    }
+    buffer.extend_from_slice(line.as_bytes());
+    buffer.push(b'\n');
+    // One write call: O_APPEND puts it at the end even if a lock were ever bypassed.
+    file.write_all(&buffer)?;
+    file.sync_all()
+}

@@ -1,0 +1,207 @@
+//! The on-disk store, through cap-std:
+//!
+//! ```text
+//! ROOT/sessions/<session key>/dyn-<sha256>.json   session (v1) records, one file per version
+//! ROOT/scoped/manifests/dyn-<sha256>.json         project/global (v2) records
+//! ROOT/scoped/events.jsonl                        append-only promote/activate/rollback log
+//! ROOT/scoped/.lock                               serialises writers across processes
+//! ```
+//!
+//! Manifest files are content-addressed and immutable: written once (atomically), never
+//! rewritten. Reading never fails as a whole: each bad file or log line becomes a load error.
+
+pub(crate) mod fsutil;
+
+use crate::event_log::{self, Event};
+use crate::manifest::Manifest;
+use crate::verify;
+use cap_std::fs::Dir;
+use std::io;
+use std::path::Path;
+
+/// Largest manifest file read, in bytes (the seed's `_MAX_SOURCE_CHARS * 2`).
+pub const MAX_MANIFEST_BYTES: u64 = 200_000;
+/// File name of the event log inside `scoped/`.
+pub const EVENT_LOG: &str = "events.jsonl";
+const LOCK_FILE: &str = ".lock";
+
+/// A store operation that failed outright (not a load error).
+#[derive(Debug, thiserror::Error)]
+#[error("dynamic tool store: {context}: {source}")]
+pub struct StoreError {
+    context: String,
+    #[source]
+    source: io::Error,
+}
+
+fn ctx(context: impl Into<String>) -> impl FnOnce(io::Error) -> StoreError {
+    let context = context.into();
+    move |source| StoreError { context, source }
+}
+
+/// An open store rooted at a directory.
+pub struct Store {
+    sessions: Dir,
+    scoped: Dir,
+    manifests: Dir,
+}
+
+/// The directory name of a session: readable when the id is a safe file name, hashed otherwise.
+pub fn session_key(session_id: &str) -> String {
+    let safe = !session_id.is_empty()
+        && session_id.len() <= 64
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if safe {
+        format!("s-{session_id}")
+    } else {
+        use sha2::Digest as _;
+        format!("h-{}", hex::encode(sha2::Sha256::digest(session_id.as_bytes())))
+    }
+}
+
+impl Store {
+    /// Opens the store at `root`, creating its directories if needed.
+    pub fn open(root: &Path) -> Result<Store, StoreError> {
+        let dir = fsutil::open_ambient(root).map_err(ctx(format!("open {}", root.display())))?;
+        let sessions = fsutil::open_sub(&dir, "sessions").map_err(ctx("open sessions/"))?;
+        let scoped = fsutil::open_sub(&dir, "scoped").map_err(ctx("open scoped/"))?;
+        let manifests = fsutil::open_sub(&scoped, "manifests").map_err(ctx("open manifests/"))?;
+        Ok(Store {
+            sessions,
+            scoped,
+            manifests,
+        })
+    }
+
+    fn session_dir(&self, session_id: &str) -> io::Result<Dir> {
+        fsutil::open_sub(&self.sessions, &session_key(session_id))
+    }
+
+    /// Writes a session manifest atomically unless its (content-addressed) file exists.
+    pub fn write_session_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
+        let dir = self
+            .session_dir(&manifest.session_id)
+            .map_err(ctx("open session directory"))?;
+        write_once(&dir, manifest)
+    }
+
+    /// Every valid session manifest of `session_id` (expired ones included), plus load errors.
+    pub fn load_session_manifests(&self, session_id: &str) -> (Vec<Manifest>, Vec<String>) {
+        let dir = match self.session_dir(session_id) {
+            Ok(dir) => dir,
+            Err(e) => return (Vec::new(), vec![format!("session directory: {e}")]),
+        };
+        let mut manifests = Vec::new();
+        let mut errors = Vec::new();
+        for (file, stem) in manifest_files(&dir, &mut errors) {
+            match read_record(&dir, &file)
+                .and_then(|record| verify::session_record(&record, &stem, session_id))
+            {
+                Ok(Some(manifest)) => manifests.push(manifest),
+                Ok(None) => {}
+                Err(e) => errors.push(format!("{file}: {e}")),
+            }
+        }
+        (manifests, errors)
+    }
+
+    /// Every valid project/global manifest, plus load errors.
+    pub fn scoped_manifests(&self) -> (Vec<Manifest>, Vec<String>) {
+        let mut manifests = Vec::new();
+        let mut errors = Vec::new();
+        for (file, stem) in manifest_files(&self.manifests, &mut errors) {
+            match read_record(&self.manifests, &file)
+                .and_then(|record| verify::scoped_record(&record, &stem))
+            {
+                Ok(manifest) => manifests.push(manifest),
+                Err(e) => errors.push(format!("{file}: {e}")),
+            }
+        }
+        (manifests, errors)
+    }
+
+    /// Every valid event in log order, plus a message for each bad or torn line.
+    pub fn events(&self) -> (Vec<Event>, Vec<String>) {
+        match self.scoped.open(EVENT_LOG) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), Vec::new()),
+            Err(e) => (Vec::new(), vec![format!("{EVENT_LOG}: {e}")]),
+            Ok(file) => {
+                use std::io::Read as _;
+                let mut bytes = Vec::new();
+                match file.into_std().read_to_end(&mut bytes) {
+                    Ok(_) => event_log::parse_log(&bytes, EVENT_LOG),
+                    Err(e) => (Vec::new(), vec![format!("{EVENT_LOG}: {e}")]),
+                }
+            }
+        }
+    }
+
+    /// Takes the store's exclusive writer lock (blocks until other writers are done).
+    pub fn lock(&self) -> Result<WriteLock<'_>, StoreError> {
+        let guard =
+            fsutil::LockGuard::acquire(&self.scoped, LOCK_FILE).map_err(ctx("lock the store"))?;
+        Ok(WriteLock {
+            store: self,
+            _guard: guard,
+        })
+    }
+}
+
+/// Proof that the writer lock is held; scoped writes go through it.
+pub struct WriteLock<'a> {
+    store: &'a Store,
+    _guard: fsutil::LockGuard,
+}
+
+impl WriteLock<'_> {
+    /// Writes a project/global manifest atomically unless its file already exists.
+    pub fn write_scoped_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
+        write_once(&self.store.manifests, manifest)
+    }
+
+    /// Appends one event to the log and fsyncs it.
+    pub fn append_event(&self, event: &Event) -> Result<(), StoreError> {
+        fsutil::append_line(&self.store.scoped, EVENT_LOG, &event.to_line())
+            .map_err(ctx("append to the event log"))
+    }
+}
+
+fn write_once(dir: &Dir, manifest: &Manifest) -> Result<(), StoreError> {
+    let name = format!("{}.json", manifest.manifest_id);
+    if dir.exists(&name) {
+        return Ok(());
+    }
+    fsutil::write_atomic(dir, &name, manifest.record_json().as_bytes())
+        .map_err(ctx(format!("write {name}")))
+}
+
+/// `dyn-*.json` files of a directory, sorted, as (file name, stem).
+fn manifest_files(dir: &Dir, errors: &mut Vec<String>) -> Vec<(String, String)> {
+    let entries = match dir.entries() {
+        Ok(entries) => entries,
+        Err(e) => {
+            errors.push(format!("list manifests: {e}"));
+            return Vec::new();
+        }
+    };
+    let mut files: Vec<(String, String)> = entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("dyn-") && name.ends_with(".json"))
+        .map(|name| {
+            let stem = name.strip_suffix(".json").unwrap_or(&name).to_string();
+            (name, stem)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn read_record(dir: &Dir, file: &str) -> Result<serde_json::Value, String> {
+    let bytes = fsutil::read_bounded(dir, file, MAX_MANIFEST_BYTES)
+        .map_err(|e| e.to_string())?
+        .ok_or("manifest is too large")?;
+    let text = String::from_utf8(bytes).map_err(|_| "manifest is not UTF-8")?;
+    crate::canonical::parse_exact(&text).map_err(|e| e.to_string())
+}
