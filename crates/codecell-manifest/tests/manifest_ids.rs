@@ -24,7 +24,7 @@ fn specs() -> Vec<Value> {
     specs.push(unicode);
     let mut typed = add_spec("_typed");
     typed["input_schema"] = json!({"type": "object", "properties": {"a": {"type": "integer", "default": 3}, "b": {"enum": [2.5, 3]}}, "required": ["a", "b"], "additionalProperties": true});
-    typed["output_schema"] = json!({"type": "object"});
+    typed["output_schema"] = json!({"type": "object", "additionalProperties": true});
     typed["ttl_s"] = json!(0.25);
     specs.push(typed);
     specs

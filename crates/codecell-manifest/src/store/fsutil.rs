@@ -69,7 +69,10 @@ pub(crate) fn write_atomic(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()
 pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
     #[cfg(unix)]
     {
-        dir.open_dir(".")?.into_std_file().sync_all()
+        // Dir handles may be O_PATH (no fsync); open the directory itself for reading.
+        let mut options = OpenOptions::new();
+        options.read(true);
+        dir.open_with(".", &options)?.sync_all()
     }
     #[cfg(not(unix))]
     {
