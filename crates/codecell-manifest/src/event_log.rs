@@ -123,10 +123,18 @@ pub fn parse_log(bytes: &[u8], file: &str) -> (Vec<Event>, Vec<String>) {
 
 /// The activation history of one name in one scope after replaying its events: the last entry
 /// is active, the ones below it are what successive rollbacks return to.
-pub fn replay(events: &[Event], scope: Scope, scope_id: &str, name: &str) -> (Vec<String>, Vec<String>) {
+pub fn replay(
+    events: &[Event],
+    scope: Scope,
+    scope_id: &str,
+    name: &str,
+) -> (Vec<String>, Vec<String>) {
     let mut stack: Vec<String> = Vec::new();
     let mut errors = Vec::new();
-    for event in events.iter().filter(|e| e.concerns(scope, scope_id, Some(name))) {
+    for event in events
+        .iter()
+        .filter(|e| e.concerns(scope, scope_id, Some(name)))
+    {
         match event.operation {
             Operation::Promote | Operation::Activate => {
                 if stack.last() != Some(&event.manifest_id) {

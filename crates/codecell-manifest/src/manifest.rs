@@ -213,7 +213,9 @@ pub fn manifest_id(core: &Value) -> String {
 /// Whether `text` looks like a manifest id (`dyn-` + 64 lowercase hex digits).
 pub fn is_manifest_id(text: &str) -> bool {
     text.strip_prefix("dyn-").is_some_and(|h| {
-        h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -253,7 +255,13 @@ pub fn promoted(
     source_root_frame_id: &str,
     now: f64,
 ) -> Manifest {
-    let core = scoped_core(source, scope, scope_id, source_project_id, source_root_frame_id);
+    let core = scoped_core(
+        source,
+        scope,
+        scope_id,
+        source_project_id,
+        source_root_frame_id,
+    );
     Manifest {
         scope,
         created_at: now,

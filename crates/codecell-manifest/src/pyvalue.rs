@@ -41,7 +41,9 @@ pub(crate) fn float(value: Option<&Value>) -> Option<f64> {
         Value::String(s) => {
             let t = s.trim();
             // Python accepts "inf"/"nan" spellings; Rust's parser accepts the same words.
-            t.parse::<f64>().ok().filter(|_| !t.is_empty() && !t.contains('_'))
+            t.parse::<f64>()
+                .ok()
+                .filter(|_| !t.is_empty() && !t.contains('_'))
         }
         _ => None,
     }
@@ -54,9 +56,11 @@ pub(crate) fn int_or_zero(value: Option<&Value>) -> Option<i64> {
     };
     match value {
         Value::Bool(b) => Some(i64::from(*b)),
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|x| x.abs() < 9.2e18).map(|x| x.trunc() as i64)),
+        Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|x| x.abs() < 9.2e18)
+                .map(|x| x.trunc() as i64)
+        }),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }

@@ -64,10 +64,18 @@ pub fn minimal_smoke_args(schema: &Value) -> Result<Value, SmokeError> {
 fn python_max_zero(minimum: Option<&Value>) -> Option<Value> {
     match minimum {
         None => Some(Value::from(0)),
-        Some(Value::Bool(b)) => Some(if *b { Value::Bool(true) } else { Value::from(0) }),
+        Some(Value::Bool(b)) => Some(if *b {
+            Value::Bool(true)
+        } else {
+            Value::from(0)
+        }),
         Some(Value::Number(n)) => {
             let x = n.as_f64()?;
-            Some(if x > 0.0 { Value::Number(n.clone()) } else { Value::from(0) })
+            Some(if x > 0.0 {
+                Value::Number(n.clone())
+            } else {
+                Value::from(0)
+            })
         }
         // Python cannot compare 0 with a string, list, dict or None.
         Some(_) => None,

@@ -47,7 +47,11 @@ fn common(record: &Value, scoped: bool) -> Result<Common, String> {
         }
         .into());
     }
-    let prefix = if scoped { "scoped manifest" } else { "manifest" };
+    let prefix = if scoped {
+        "scoped manifest"
+    } else {
+        "manifest"
+    };
     let name = string_field(record, "name")?;
     let description = collapse_whitespace(&string_field(record, "description")?);
     if !is_valid_name(&name) || description.is_empty() {

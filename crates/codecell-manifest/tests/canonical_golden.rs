@@ -23,7 +23,11 @@ fn canonical_text_matches_python_goldens() {
             // The Value path must agree whenever the value fits in a serde_json::Value.
             match canonical::parse_exact(input) {
                 Ok(value) => {
-                    assert_eq!(canonical::to_string(&value), expected, "value path for {input:?}");
+                    assert_eq!(
+                        canonical::to_string(&value),
+                        expected,
+                        "value path for {input:?}"
+                    );
                     via_value += 1;
                 }
                 Err(canonical::CanonicalError::IntegerTooLarge(_)) => {}
@@ -34,11 +38,17 @@ fn canonical_text_matches_python_goldens() {
                 canonical::canonicalize_str(input).is_err(),
                 "{input:?} should be refused"
             );
-            assert!(canonical::parse_exact(input).is_err(), "{input:?} should be refused");
+            assert!(
+                canonical::parse_exact(input).is_err(),
+                "{input:?} should be refused"
+            );
             errors += 1;
         }
     }
-    assert!(ok > 700 && errors >= 10 && via_value > 600, "{ok} {errors} {via_value}");
+    assert!(
+        ok > 700 && errors >= 10 && via_value > 600,
+        "{ok} {errors} {via_value}"
+    );
 }
 
 #[test]

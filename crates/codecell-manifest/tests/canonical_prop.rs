@@ -27,6 +27,8 @@ struct Oracle {
 
 fn oracle() -> &'static Mutex<Oracle> {
     static ORACLE_PROCESS: OnceLock<Mutex<Oracle>> = OnceLock::new();
+    // The oracle lives as long as the test process; it exits when its stdin closes with us.
+    #[allow(clippy::zombie_processes)]
     ORACLE_PROCESS.get_or_init(|| {
         let mut child = Command::new(common::python3())
             .args(["-c", ORACLE])

@@ -9,7 +9,12 @@ use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-fn registry() -> (tempfile::TempDir, codecell_manifest::Registry, Arc<PythonRunner>, Arc<ManualClock>) {
+fn registry() -> (
+    tempfile::TempDir,
+    codecell_manifest::Registry,
+    Arc<PythonRunner>,
+    Arc<ManualClock>,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let runner = Arc::new(PythonRunner::default());
     let clock = clock();
@@ -42,7 +47,10 @@ async fn a_valid_spec_defines_a_normalised_manifest() {
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
     }
-    let result = registry.invoke("add", &json!({"a": 1, "b": 2.5})).await.expect("invoke");
+    let result = registry
+        .invoke("add", &json!({"a": 1, "b": 2.5}))
+        .await
+        .expect("invoke");
     assert_eq!(result, json!({"sum": 3.5}));
 }
 
@@ -60,35 +68,171 @@ async fn refusals_name_what_is_wrong() {
     let (_dir, registry, runner, _clock) = registry();
     let cases: Vec<(serde_json::Value, &str)> = vec![
         (json!([1]), "must be a JSON object"),
-        ({ let mut s = add_spec("9lives"); s["name"] = json!("9lives"); s }, "not provider-portable"),
-        ({ let mut s = add_spec("x"); s["name"] = json!("a".repeat(65)); s }, "not provider-portable"),
-        ({ let mut s = add_spec("x"); s["name"] = json!("naïve"); s }, "not provider-portable"),
+        (
+            {
+                let mut s = add_spec("9lives");
+                s["name"] = json!("9lives");
+                s
+            },
+            "not provider-portable",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["name"] = json!("a".repeat(65));
+                s
+            },
+            "not provider-portable",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["name"] = json!("naïve");
+                s
+            },
+            "not provider-portable",
+        ),
         (add_spec("bash"), "reserved"),
         (add_spec("submit_output"), "reserved"),
         (add_spec("finalize_response"), "reserved"),
-        ({ let mut s = add_spec("x"); s["description"] = json!(" \n\t "); s }, "description is required"),
-        ({ let mut s = add_spec("x"); s["implementation"] = json!("def run(args):\n    return 1\n"); s }, "source rejected"),
-        ({ let mut s = add_spec("x"); s["implementation"] = json!("import os\ndef execute(args):\n    return {}\n"); s }, "source rejected"),
-        ({ let mut s = add_spec("x"); s["input_schema"] = json!([]); s }, "input_schema must be a JSON schema object"),
-        ({ let mut s = add_spec("x"); s["output_schema"] = json!({"type": "nonsense"}); s }, "output_schema is not a valid JSON schema"),
-        ({ let mut s = add_spec("x"); s["permissions"] = json!(["net"]); s }, "cannot request"),
-        ({ let mut s = add_spec("x"); s["ttl_s"] = json!(0); s }, "(0, 86400]"),
-        ({ let mut s = add_spec("x"); s["ttl_s"] = json!(86400.5); s }, "(0, 86400]"),
-        ({ let mut s = add_spec("x"); s["ttl_s"] = json!(-1); s }, "(0, 86400]"),
-        ({ let mut s = add_spec("x"); s["ttl_s"] = json!(null); s }, "must be a number"),
-        ({ let mut s = add_spec("x"); s["ttl_s"] = json!("soon"); s }, "must be a number"),
-        ({ let mut s = add_spec("x"); s["smoke_args"] = json!({"a": "one", "b": 2}); s }, "smoke_args"),
-        ({ let mut s = add_spec("x"); s["input_schema"]["properties"]["c"] = json!({"type": ["string", "null"]}); s["input_schema"]["required"] = json!(["a", "b", "c"]); s }, "cannot synthesize smoke value"),
-        ({ let mut s = add_spec("x"); s["implementation"] = json!("def execute(args):\n    return {\"sum\": \"text\"}\n"); s }, "smoke output"),
-        ({ let mut s = add_spec("x"); s["implementation"] = json!("def execute(args):\n    raise ValueError(\"boom\")\n"); s }, "smoke test failed"),
+        (
+            {
+                let mut s = add_spec("x");
+                s["description"] = json!(" \n\t ");
+                s
+            },
+            "description is required",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["implementation"] = json!("def run(args):\n    return 1\n");
+                s
+            },
+            "source rejected",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["implementation"] = json!("import os\ndef execute(args):\n    return {}\n");
+                s
+            },
+            "source rejected",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["input_schema"] = json!([]);
+                s
+            },
+            "input_schema must be a JSON schema object",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["output_schema"] = json!({"type": "nonsense"});
+                s
+            },
+            "output_schema is not a valid JSON schema",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["permissions"] = json!(["net"]);
+                s
+            },
+            "cannot request",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["ttl_s"] = json!(0);
+                s
+            },
+            "(0, 86400]",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["ttl_s"] = json!(86400.5);
+                s
+            },
+            "(0, 86400]",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["ttl_s"] = json!(-1);
+                s
+            },
+            "(0, 86400]",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["ttl_s"] = json!(null);
+                s
+            },
+            "must be a number",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["ttl_s"] = json!("soon");
+                s
+            },
+            "must be a number",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["smoke_args"] = json!({"a": "one", "b": 2});
+                s
+            },
+            "smoke_args",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["input_schema"]["properties"]["c"] = json!({"type": ["string", "null"]});
+                s["input_schema"]["required"] = json!(["a", "b", "c"]);
+                s
+            },
+            "cannot synthesize smoke value",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["implementation"] = json!("def execute(args):\n    return {\"sum\": \"text\"}\n");
+                s
+            },
+            "smoke output",
+        ),
+        (
+            {
+                let mut s = add_spec("x");
+                s["implementation"] = json!("def execute(args):\n    raise ValueError(\"boom\")\n");
+                s
+            },
+            "smoke test failed",
+        ),
     ];
     for (spec, needle) in cases {
-        let error = registry.define(&spec).await.expect_err(&format!("{spec} should be refused"));
+        let error = registry
+            .define(&spec)
+            .await
+            .expect_err(&format!("{spec} should be refused"));
         let message = error.to_string();
-        assert!(message.contains(needle), "{spec}: {message:?} lacks {needle:?}");
+        assert!(
+            message.contains(needle),
+            "{spec}: {message:?} lacks {needle:?}"
+        );
     }
     assert!(registry.tools().is_empty(), "nothing was defined");
-    assert!(runner.runs.load(Ordering::SeqCst) >= 2, "smoke runs happened for the last cases");
+    assert!(
+        runner.runs.load(Ordering::SeqCst) >= 2,
+        "smoke runs happened for the last cases"
+    );
 }
 
 #[tokio::test]
@@ -97,9 +241,15 @@ async fn one_session_tool_per_name_and_ttl_from_spec() {
     let mut spec = add_spec("add");
     spec["ttl_s"] = json!("120");
     let manifest = registry.define(&spec).await.expect("define");
-    assert_eq!(manifest.ttl_s, 120.0, "float() of a numeric string, like the seed");
+    assert_eq!(
+        manifest.ttl_s, 120.0,
+        "float() of a numeric string, like the seed"
+    );
     let error = registry.define(&add_spec("add")).await.unwrap_err();
-    assert!(matches!(error, DynamicToolError::AlreadyDefined(ref n) if n == "add"), "{error}");
+    assert!(
+        matches!(error, DynamicToolError::AlreadyDefined(ref n) if n == "add"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -113,12 +263,31 @@ async fn invoke_checks_arguments_before_and_result_after() {
     let before = runner.runs.load(Ordering::SeqCst);
     let error = registry.invoke("odd", &json!({"a": 1})).await.unwrap_err();
     assert!(matches!(error, DynamicToolError::Arguments(_)), "{error}");
-    let error = registry.invoke("odd", &json!({"a": 1, "b": 1, "c": 1})).await.unwrap_err();
-    assert!(matches!(error, DynamicToolError::Arguments(_)), "additionalProperties false: {error}");
-    assert_eq!(runner.runs.load(Ordering::SeqCst), before, "bad arguments never reach the runner");
-    let error = registry.invoke("odd", &json!({"a": 101, "b": 2})).await.unwrap_err();
+    let error = registry
+        .invoke("odd", &json!({"a": 1, "b": 1, "c": 1}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, DynamicToolError::Arguments(_)),
+        "additionalProperties false: {error}"
+    );
+    assert_eq!(
+        runner.runs.load(Ordering::SeqCst),
+        before,
+        "bad arguments never reach the runner"
+    );
+    let error = registry
+        .invoke("odd", &json!({"a": 101, "b": 2}))
+        .await
+        .unwrap_err();
     assert!(matches!(error, DynamicToolError::Output(_)), "{error}");
-    assert_eq!(registry.invoke("odd", &json!({"a": 1, "b": 2})).await.unwrap(), json!({"sum": 3}));
+    assert_eq!(
+        registry
+            .invoke("odd", &json!({"a": 1, "b": 2}))
+            .await
+            .unwrap(),
+        json!({"sum": 3})
+    );
     let error = registry.invoke("missing", &json!({})).await.unwrap_err();
     assert!(matches!(error, DynamicToolError::Unknown(_)), "{error}");
 }
@@ -148,5 +317,8 @@ fn smoke_args_follow_the_seed() {
         r#"{"a":[],"b":false,"d":"dflt","e":"first","i":0,"n":2.5,"neg":0,"o":{},"s":"smoke","z":0}"#
     );
     assert!(minimal_smoke_args(&json!({"required": ["x"]})).is_err());
-    assert_eq!(minimal_smoke_args(&json!({"properties": {"x": {}}})).unwrap(), json!({}));
+    assert_eq!(
+        minimal_smoke_args(&json!({"properties": {"x": {}}})).unwrap(),
+        json!({})
+    );
 }

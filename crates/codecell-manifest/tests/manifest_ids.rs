@@ -33,26 +33,54 @@ fn specs() -> Vec<Value> {
 #[tokio::test]
 async fn ids_equal_the_seed_algorithm() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let registry = open(dir.path(), "root-frame-1", Some("proj-7"), clock(), Arc::new(PythonRunner::default()));
+    let registry = open(
+        dir.path(),
+        "root-frame-1",
+        Some("proj-7"),
+        clock(),
+        Arc::new(PythonRunner::default()),
+    );
     let cases: Vec<Value> = specs()
         .into_iter()
         .map(|spec| json!({"spec": spec, "session_id": "root-frame-1", "project_id": "proj-7"}))
         .collect();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/seed_ids.py");
-    let expected: Vec<Value> =
-        serde_json::from_str(&run_python(script, &[], &Value::Array(cases.clone()).to_string()))
-            .expect("ids from python3");
+    let expected: Vec<Value> = serde_json::from_str(&run_python(
+        script,
+        &[],
+        &Value::Array(cases.clone()).to_string(),
+    ))
+    .expect("ids from python3");
     assert_eq!(expected.len(), cases.len());
     for (case, want) in cases.iter().zip(&expected) {
         let manifest = registry.define(&case["spec"]).await.expect("define");
-        assert_eq!(manifest.manifest_id, want["session"], "session id of {}", manifest.name);
-        let project = registry.promote(&manifest.name, Scope::Project, true).expect("promote project");
-        assert_eq!(project.manifest_id, want["project"], "project id of {}", manifest.name);
-        let global = registry.promote(&manifest.name, Scope::Global, true).expect("promote global");
-        assert_eq!(global.manifest_id, want["global"], "global id of {}", manifest.name);
+        assert_eq!(
+            manifest.manifest_id, want["session"],
+            "session id of {}",
+            manifest.name
+        );
+        let project = registry
+            .promote(&manifest.name, Scope::Project, true)
+            .expect("promote project");
+        assert_eq!(
+            project.manifest_id, want["project"],
+            "project id of {}",
+            manifest.name
+        );
+        let global = registry
+            .promote(&manifest.name, Scope::Global, true)
+            .expect("promote global");
+        assert_eq!(
+            global.manifest_id, want["global"],
+            "global id of {}",
+            manifest.name
+        );
         // The record on disk canonicalises to itself and hashes back to its id.
         let record = manifest.record_json();
-        assert_eq!(codecell_manifest::canonical::canonicalize_str(&record).unwrap(), record);
+        assert_eq!(
+            codecell_manifest::canonical::canonicalize_str(&record).unwrap(),
+            record
+        );
     }
 }
 
@@ -74,5 +102,8 @@ fn session_record_has_the_seeds_fields_and_float_spellings() {
     assert!(record.contains("\"created_at\":1000000000.0"), "{record}");
     assert!(record.contains("\"expires_at\":1000003600.0"), "{record}");
     assert!(record.contains("\"version\":1"), "{record}");
-    assert!(!record.contains("scope_id"), "v1 records have no scope_id: {record}");
+    assert!(
+        !record.contains("scope_id"),
+        "v1 records have no scope_id: {record}"
+    );
 }

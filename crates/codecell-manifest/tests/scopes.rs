@@ -47,9 +47,15 @@ async fn approvals_are_refused_and_granted() {
     let registry = open(dir.path(), "s1", Some("p"), clock(), runner());
     registry.define(&add_spec("add")).await.unwrap();
     let error = registry.promote("add", Scope::Project, false).unwrap_err();
-    assert!(matches!(error, DynamicToolError::ApprovalRequired("promotion")), "{error}");
+    assert!(
+        matches!(error, DynamicToolError::ApprovalRequired("promotion")),
+        "{error}"
+    );
     assert!(error.to_string().contains("requires human approval"));
-    assert!(registry.versions(None, None).versions.is_empty(), "nothing was written");
+    assert!(
+        registry.versions(None, None).versions.is_empty(),
+        "nothing was written"
+    );
 
     // A callback can approve; it is asked with the operation name.
     let asked = Arc::new(AtomicUsize::new(0));
@@ -62,19 +68,42 @@ async fn approvals_are_refused_and_granted() {
         m.name == "add" && op == "promote:global"
     }));
     let approving = Registry::open(options, runner()).unwrap();
-    assert!(approving.promote("add", Scope::Project, false).is_err(), "callback said no");
-    let promoted = approving.promote("add", Scope::Global, false).expect("callback said yes");
+    assert!(
+        approving.promote("add", Scope::Project, false).is_err(),
+        "callback said no"
+    );
+    let promoted = approving
+        .promote("add", Scope::Global, false)
+        .expect("callback said yes");
     assert_eq!(asked.load(Ordering::SeqCst), 2);
 
-    let error = approving.activate("add", Scope::Global, &promoted.manifest_id, false).unwrap_err();
-    assert!(matches!(error, DynamicToolError::ApprovalRequired("activation")), "{error}");
+    let error = approving
+        .activate("add", Scope::Global, &promoted.manifest_id, false)
+        .unwrap_err();
+    assert!(
+        matches!(error, DynamicToolError::ApprovalRequired("activation")),
+        "{error}"
+    );
     let error = approving.rollback("add", Scope::Global, false).unwrap_err();
-    assert!(matches!(error, DynamicToolError::ApprovalRequired("rollback")), "{error}");
-    assert!(approving.activate("add", Scope::Global, &promoted.manifest_id, true).is_ok());
+    assert!(
+        matches!(error, DynamicToolError::ApprovalRequired("rollback")),
+        "{error}"
+    );
+    assert!(
+        approving
+            .activate("add", Scope::Global, &promoted.manifest_id, true)
+            .is_ok()
+    );
     let error = registry.promote("add", Scope::Session, true).unwrap_err();
-    assert!(matches!(error, DynamicToolError::InvalidScope(_)), "{error}");
+    assert!(
+        matches!(error, DynamicToolError::InvalidScope(_)),
+        "{error}"
+    );
     let error = registry.promote("nope", Scope::Project, true).unwrap_err();
-    assert!(matches!(error, DynamicToolError::NoSessionTool(_)), "{error}");
+    assert!(
+        matches!(error, DynamicToolError::NoSessionTool(_)),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -85,7 +114,10 @@ async fn rollback_returns_to_the_previous_version_and_fails_without_one() {
     first.define(&add_spec("add")).await.unwrap();
     let v1 = first.promote("add", Scope::Project, true).unwrap();
     let error = first.rollback("add", Scope::Project, true).unwrap_err();
-    assert!(matches!(error, DynamicToolError::NoRollbackTarget { .. }), "{error}");
+    assert!(
+        matches!(error, DynamicToolError::NoRollbackTarget { .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains("no earlier activated version"));
 
     c.advance(5.0);
@@ -101,24 +133,57 @@ async fn rollback_returns_to_the_previous_version_and_fails_without_one() {
     assert_eq!(reader.get("add").unwrap().manifest_id, v1.manifest_id);
     let event = second.last_audit_event().unwrap();
     assert_eq!(event.operation, Operation::Rollback);
-    assert_eq!(event.previous_manifest_id.as_deref(), Some(v2.manifest_id.as_str()));
-    assert!(second.rollback("add", Scope::Project, true).is_err(), "history exhausted");
+    assert_eq!(
+        event.previous_manifest_id.as_deref(),
+        Some(v2.manifest_id.as_str())
+    );
+    assert!(
+        second.rollback("add", Scope::Project, true).is_err(),
+        "history exhausted"
+    );
 
     // Activation by id, and an id that is not a version of that name is refused.
-    second.activate("add", Scope::Project, &v2.manifest_id, true).unwrap();
+    second
+        .activate("add", Scope::Project, &v2.manifest_id, true)
+        .unwrap();
     assert_eq!(reader.get("add").unwrap().manifest_id, v2.manifest_id);
-    let error = second.activate("add", Scope::Project, &format!("dyn-{}", "0".repeat(64)), true).unwrap_err();
-    assert!(matches!(error, DynamicToolError::NotAVersion { .. }), "{error}");
-    let error = second.activate("add", Scope::Global, &v2.manifest_id, true).unwrap_err();
-    assert!(matches!(error, DynamicToolError::NotAVersion { .. }), "wrong scope: {error}");
+    let error = second
+        .activate(
+            "add",
+            Scope::Project,
+            &format!("dyn-{}", "0".repeat(64)),
+            true,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error, DynamicToolError::NotAVersion { .. }),
+        "{error}"
+    );
+    let error = second
+        .activate("add", Scope::Global, &v2.manifest_id, true)
+        .unwrap_err();
+    assert!(
+        matches!(error, DynamicToolError::NotAVersion { .. }),
+        "wrong scope: {error}"
+    );
 
     // Promoting the same content again reuses the version and its created_at.
     c.advance(100.0);
     let again = first.promote("add", Scope::Project, true).unwrap();
     assert_eq!(again.manifest_id, v1.manifest_id);
     assert_eq!(again.created_at, v1.created_at);
-    assert_eq!(reader.get("add").unwrap().manifest_id, v1.manifest_id, "re-promotion activates");
-    assert_eq!(reader.versions(Some("add"), Some(Scope::Project)).versions.len(), 2);
+    assert_eq!(
+        reader.get("add").unwrap().manifest_id,
+        v1.manifest_id,
+        "re-promotion activates"
+    );
+    assert_eq!(
+        reader
+            .versions(Some("add"), Some(Scope::Project))
+            .versions
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -135,8 +200,14 @@ async fn versions_flag_active_and_effective_and_hide_other_projects() {
     assert_eq!(mine.versions.len(), 2);
     let p = mine.versions.iter().find(|v| v.scope == "project").unwrap();
     let g = mine.versions.iter().find(|v| v.scope == "global").unwrap();
-    assert!(p.active && p.effective, "project version is active and effective");
-    assert!(g.active && !g.effective, "global is active but shadowed by project");
+    assert!(
+        p.active && p.effective,
+        "project version is active and effective"
+    );
+    assert!(
+        g.active && !g.effective,
+        "global is active but shadowed by project"
+    );
     assert_eq!(p.manifest_id, project.manifest_id);
     assert_eq!(g.source_project_id.as_deref(), Some("p1"));
     assert_eq!(g.source_root_frame_id.as_deref(), Some("owner"));
@@ -144,13 +215,20 @@ async fn versions_flag_active_and_effective_and_hide_other_projects() {
     assert_eq!(mine.events[0].actor_root_frame_id.as_deref(), Some("owner"));
 
     let other = open(dir.path(), "stranger", Some("p2"), c.clone(), runner()).versions(None, None);
-    assert_eq!(other.versions.len(), 1, "another project's project scope is invisible");
+    assert_eq!(
+        other.versions.len(),
+        1,
+        "another project's project scope is invisible"
+    );
     let g = &other.versions[0];
     assert_eq!(g.manifest_id, global.manifest_id);
     assert!(g.active && g.effective);
     assert_eq!(g.source_project_id, None);
     assert_eq!(g.source_root_frame_id, None);
-    assert_eq!(g.source_manifest_id, global.source_manifest_id, "source manifest id stays");
+    assert_eq!(
+        g.source_manifest_id, global.source_manifest_id,
+        "source manifest id stays"
+    );
     assert_eq!(other.events.len(), 1);
     assert_eq!(other.events[0].actor_project_id, None);
     assert_eq!(other.events[0].actor_root_frame_id, None);
@@ -171,9 +249,16 @@ async fn session_tools_expire_with_the_injected_clock() {
     assert!(registry.get("short").is_some());
     assert_eq!(registry.purge_expired(), 0);
     c.advance(0.5);
-    assert_eq!(registry.purge_expired(), 1, "expires exactly at created + ttl");
+    assert_eq!(
+        registry.purge_expired(),
+        1,
+        "expires exactly at created + ttl"
+    );
     assert!(registry.get("short").is_none());
-    let error = registry.invoke("short", &json!({"a": 1, "b": 2})).await.unwrap_err();
+    let error = registry
+        .invoke("short", &json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
     assert!(matches!(error, DynamicToolError::Unknown(_)), "{error}");
     assert!(registry.get("long").is_some());
     // The expired name is free again.
@@ -183,7 +268,11 @@ async fn session_tools_expire_with_the_injected_clock() {
     c.advance(3600.0);
     let reopened = open(dir.path(), "s", None, c.clone(), runner());
     assert!(reopened.tools().is_empty());
-    assert!(reopened.load_errors().is_empty(), "{:?}", reopened.load_errors());
+    assert!(
+        reopened.load_errors().is_empty(),
+        "{:?}",
+        reopened.load_errors()
+    );
     c.set(1_712_345_678.25 + 10.0);
     let early = open(dir.path(), "s", None, c.clone(), runner());
     assert_eq!(early.tools().len(), 2, "before expiry the files load again");

@@ -17,7 +17,8 @@ impl Registry {
     pub(super) fn scoped_view(&self) -> ScopedView {
         let (manifests, manifest_errors) = self.store.scoped_manifests();
         let (events, event_errors) = self.store.events();
-        self.state().record_errors(manifest_errors.into_iter().chain(event_errors));
+        self.state()
+            .record_errors(manifest_errors.into_iter().chain(event_errors));
         ScopedView { manifests, events }
     }
 
@@ -97,7 +98,14 @@ impl Registry {
             .collect()
     }
 
-    fn event(&self, operation: Operation, scope: Scope, scope_id: &str, name: &str, id: &str) -> Event {
+    fn event(
+        &self,
+        operation: Operation,
+        scope: Scope,
+        scope_id: &str,
+        name: &str,
+        id: &str,
+    ) -> Event {
         Event {
             event_id: crate::store::fsutil::unique_token(),
             operation,
@@ -134,7 +142,12 @@ impl Registry {
     /// Promotes this session's tool to project or global scope and activates it there.
     /// Needs `approved` or a yes from the approval callback. Promoting the same content again
     /// reuses the existing version (its original `created_at` wins).
-    pub fn promote(&self, name: &str, scope: Scope, approved: bool) -> Result<Manifest, DynamicToolError> {
+    pub fn promote(
+        &self,
+        name: &str,
+        scope: Scope,
+        approved: bool,
+    ) -> Result<Manifest, DynamicToolError> {
         if scope == Scope::Session {
             return Err(DynamicToolError::InvalidScope(scope.to_string()));
         }
@@ -142,7 +155,12 @@ impl Registry {
             .session_manifest(name)
             .ok_or_else(|| DynamicToolError::NoSessionTool(name.to_string()))?;
         let operation = format!("promote:{scope}");
-        if !approved && !self.approval.as_ref().is_some_and(|ask| ask(&source, &operation)) {
+        if !approved
+            && !self
+                .approval
+                .as_ref()
+                .is_some_and(|ask| ask(&source, &operation))
+        {
             return Err(DynamicToolError::ApprovalRequired("promotion"));
         }
         let scope_id = self.scope_id(scope)?;
@@ -157,7 +175,13 @@ impl Registry {
         let lock = self.store.lock()?;
         lock.write_scoped_manifest(&candidate)?;
         let promoted = self.find_version(name, scope, &scope_id, &candidate.manifest_id)?;
-        let event = self.event(Operation::Promote, scope, &scope_id, name, &promoted.manifest_id);
+        let event = self.event(
+            Operation::Promote,
+            scope,
+            &scope_id,
+            name,
+            &promoted.manifest_id,
+        );
         lock.append_event(&event)?;
         drop(lock);
         self.state().last_audit_event = Some(event);
@@ -178,7 +202,13 @@ impl Registry {
         let scope_id = self.scope_id(scope)?;
         let lock = self.store.lock()?;
         let manifest = self.find_version(name, scope, &scope_id, manifest_id)?;
-        let event = self.event(Operation::Activate, scope, &scope_id, name, &manifest.manifest_id);
+        let event = self.event(
+            Operation::Activate,
+            scope,
+            &scope_id,
+            name,
+            &manifest.manifest_id,
+        );
         lock.append_event(&event)?;
         drop(lock);
         self.state().last_audit_event = Some(event);
@@ -187,7 +217,12 @@ impl Registry {
 
     /// Re-activates the version that was active before the current one; needs `approved`.
     /// Fails with [`DynamicToolError::NoRollbackTarget`] when there is none.
-    pub fn rollback(&self, name: &str, scope: Scope, approved: bool) -> Result<Manifest, DynamicToolError> {
+    pub fn rollback(
+        &self,
+        name: &str,
+        scope: Scope,
+        approved: bool,
+    ) -> Result<Manifest, DynamicToolError> {
         if !approved {
             return Err(DynamicToolError::ApprovalRequired("rollback"));
         }

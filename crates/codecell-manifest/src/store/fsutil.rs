@@ -100,7 +100,9 @@ impl LockGuard {
     pub(crate) fn acquire(dir: &Dir, name: &str) -> io::Result<LockGuard> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true);
-        let file = dir.open_with(name, private_options(&mut options))?.into_std();
+        let file = dir
+            .open_with(name, private_options(&mut options))?
+            .into_std();
         file.lock()?;
         Ok(LockGuard(file))
     }
@@ -119,7 +121,9 @@ impl Drop for LockGuard {
 pub(crate) fn append_line(dir: &Dir, name: &str, line: &str) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
-    let mut file = dir.open_with(name, private_options(&mut options))?.into_std();
+    let mut file = dir
+        .open_with(name, private_options(&mut options))?
+        .into_std();
     let len = file.metadata()?.len();
     let mut buffer = Vec::with_capacity(line.len() + 2);
     if len > 0 {

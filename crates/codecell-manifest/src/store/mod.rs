@@ -57,7 +57,10 @@ pub fn session_key(session_id: &str) -> String {
         format!("s-{session_id}")
     } else {
         use sha2::Digest as _;
-        format!("h-{}", hex::encode(sha2::Sha256::digest(session_id.as_bytes())))
+        format!(
+            "h-{}",
+            hex::encode(sha2::Sha256::digest(session_id.as_bytes()))
+        )
     }
 }
 

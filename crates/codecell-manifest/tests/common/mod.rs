@@ -1,7 +1,9 @@
 //! Test support: a python3 subprocess runner and helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use codecell_manifest::{Manifest, ManualClock, Registry, RegistryOptions, RunError, RunFuture, ToolRunner};
+use codecell_manifest::{
+    Manifest, ManualClock, Registry, RegistryOptions, RunError, RunFuture, ToolRunner,
+};
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::process::{Command, Stdio};
@@ -43,7 +45,10 @@ pub fn python3() -> &'static str {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    assert!(ok, "python3 is required by this test but was not found on PATH");
+    assert!(
+        ok,
+        "python3 is required by this test but was not found on PATH"
+    );
     "python3"
 }
 
