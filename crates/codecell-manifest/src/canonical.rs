@@ -133,9 +133,26 @@ pub fn float_repr(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
     }
-    // Rust's `{:e}` gives the shortest round-tripping digits, like Python's repr (both use the
-    // shortest-then-closest rule), e.g. "1.5e-7", "-0e0".
-    let sci = format!("{x:e}");
+    // Rust's `{:e}` gives the shortest round-tripping digit count, e.g. "1.5e-7", "-0e0". When
+    // two strings of that length round-trip, Python keeps the one closest to the exact value,
+    // ties to even (-977669004256545.25 prints as ...545.2); Rust's shortest mode may take the
+    // other. Rust's exact mode with that many digits rounds half to even, so use it whenever it
+    // still round-trips.
+    let shortest = format!("{x:e}");
+    let digit_count = shortest
+        .split('e')
+        .next()
+        .unwrap_or("")
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .count()
+        .max(1);
+    let closest = format!("{x:.prec$e}", prec = digit_count - 1);
+    let sci = if closest.parse::<f64>().ok() == Some(x) {
+        closest
+    } else {
+        shortest
+    };
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let (sign, mantissa) = match mantissa.strip_prefix('-') {

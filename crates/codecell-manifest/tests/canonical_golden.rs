@@ -89,3 +89,15 @@ fn non_finite_and_big_integers_are_refused_where_they_cannot_be_exact() {
         "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
     );
 }
+
+#[test]
+fn float_repr_breaks_ties_to_even_like_python() {
+    assert_eq!(
+        canonical::float_repr(-977669004256545.25),
+        "-977669004256545.2"
+    );
+    assert_eq!(
+        canonical::float_repr(977669004256545.25),
+        "977669004256545.2"
+    );
+}

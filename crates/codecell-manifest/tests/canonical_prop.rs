@@ -61,6 +61,8 @@ fn finite_f64() -> impl Strategy<Value = f64> {
         (-1e6f64..1e6),
         (-20i32..25, 1u64..100_000).prop_map(|(e, m)| m as f64 * 10f64.powi(e)),
         Just(-0.0),
+        // Exact binary fractions with 16-17 digits: where shortest-digit ties happen.
+        ((1u64 << 44)..(1u64 << 53), 1u32..6).prop_map(|(m, k)| m as f64 / f64::from(1u32 << k)),
     ]
 }
 
@@ -104,5 +106,36 @@ proptest! {
         parts.extend(floats.iter().map(|x| format!("{x:e}")));
         let text = format!("[{}]", parts.join(", "));
         prop_assert_eq!(canonical::canonicalize_str(&text).expect("canonical"), python_canonical(&text));
+    }
+}
+
+/// 50,000 floats from random bit patterns and tie-prone binary fractions, in one python3 call.
+#[test]
+fn float_repr_matches_python_in_bulk() {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut floats = Vec::new();
+    while floats.len() < 50_000 {
+        let bits = next();
+        let x = if floats.len() % 2 == 0 {
+            f64::from_bits(bits)
+        } else {
+            (bits >> 11) as f64 / f64::from(1u32 << (bits % 8))
+        };
+        if x.is_finite() {
+            floats.push(x);
+        }
+    }
+    let text = serde_json::to_string(&floats).expect("serialize");
+    let python = python_canonical(&text);
+    let python: Vec<&str> = python.trim_matches(['[', ']']).split(',').collect();
+    assert_eq!(python.len(), floats.len());
+    for (x, want) in floats.iter().zip(python) {
+        assert_eq!(canonical::float_repr(*x), want, "bits {:#x}", x.to_bits());
     }
 }

@@ -410,3 +410,44 @@ async fn tampered_scoped_manifests_and_events_stay_inert() {
     );
     assert!(std::fs::read_to_string(&log).unwrap().ends_with("}\n"));
 }
+
+#[tokio::test]
+async fn deeply_nested_files_do_not_crash_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let registry = open(
+        dir.path(),
+        "deep",
+        None,
+        c.clone(),
+        Arc::new(PythonRunner::default()),
+    );
+    let good = registry.define(&add_spec("add")).await.unwrap();
+    let session_dir = dir.path().join("sessions/s-deep");
+    let mut schema = String::from("{\"type\":\"object\"}");
+    for _ in 0..400 {
+        schema = format!("{{\"type\":\"object\",\"properties\":{{\"a\":{schema}}}}}");
+    }
+    let mut record = good.record_json();
+    record = record.replacen(
+        "\"input_schema\":{",
+        &format!("\"input_schema\":{{\"properties\":{{\"deep\":{schema}}},"),
+        1,
+    );
+    write(&session_dir, &format!("{}.json", fake_name(0)), &record);
+    write(
+        &session_dir,
+        &format!("{}.json", fake_name(1)),
+        &"[".repeat(100_000),
+    );
+    let reopened = open(
+        dir.path(),
+        "deep",
+        None,
+        c,
+        Arc::new(PythonRunner::default()),
+    );
+    assert_reported(&reopened, &fake_name(0), "");
+    assert_reported(&reopened, &fake_name(1), "nested deeper than");
+    assert_eq!(reopened.tools().len(), 1);
+}

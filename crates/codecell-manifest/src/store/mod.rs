@@ -16,8 +16,10 @@ use crate::event_log::{self, Event};
 use crate::manifest::Manifest;
 use crate::verify;
 use cap_std::fs::Dir;
+use std::collections::HashMap;
 use std::io;
 use std::path::Path;
+use std::sync::Mutex;
 
 /// Largest manifest file read, in bytes (the seed's `_MAX_SOURCE_CHARS * 2`).
 pub const MAX_MANIFEST_BYTES: u64 = 200_000;
@@ -44,6 +46,10 @@ pub struct Store {
     sessions: Dir,
     scoped: Dir,
     manifests: Dir,
+    /// Verdicts on scoped manifest files by name, valid while the bytes hash the same: every
+    /// query re-reads the scoped state, and re-parsing sources and compiling schemas each time
+    /// would dominate `invoke`.
+    verdicts: Mutex<HashMap<String, ([u8; 32], Result<Manifest, String>)>>,
 }
 
 /// The directory name of a session: readable when the id is a safe file name, hashed otherwise.
@@ -75,6 +81,7 @@ impl Store {
             sessions,
             scoped,
             manifests,
+            verdicts: Mutex::new(HashMap::new()),
         })
     }
 
@@ -114,10 +121,27 @@ impl Store {
     pub fn scoped_manifests(&self) -> (Vec<Manifest>, Vec<String>) {
         let mut manifests = Vec::new();
         let mut errors = Vec::new();
-        for (file, stem) in manifest_files(&self.manifests, &mut errors) {
-            match read_record(&self.manifests, &file)
-                .and_then(|record| verify::scoped_record(&record, &stem))
-            {
+        let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
+        let files = manifest_files(&self.manifests, &mut errors);
+        verdicts.retain(|name, _| files.iter().any(|(file, _)| file == name));
+        for (file, stem) in files {
+            let verdict = match read_bytes(&self.manifests, &file) {
+                Err(e) => Err(e),
+                Ok(bytes) => {
+                    use sha2::Digest as _;
+                    let digest: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+                    match verdicts.get(&file) {
+                        Some((seen, verdict)) if *seen == digest => verdict.clone(),
+                        _ => {
+                            let verdict = parse_record(bytes)
+                                .and_then(|record| verify::scoped_record(&record, &stem));
+                            verdicts.insert(file.clone(), (digest, verdict.clone()));
+                            verdict
+                        }
+                    }
+                }
+            };
+            match verdict {
                 Ok(manifest) => manifests.push(manifest),
                 Err(e) => errors.push(format!("{file}: {e}")),
             }
@@ -202,9 +226,16 @@ fn manifest_files(dir: &Dir, errors: &mut Vec<String>) -> Vec<(String, String)> 
 }
 
 fn read_record(dir: &Dir, file: &str) -> Result<serde_json::Value, String> {
-    let bytes = fsutil::read_bounded(dir, file, MAX_MANIFEST_BYTES)
+    parse_record(read_bytes(dir, file)?)
+}
+
+fn read_bytes(dir: &Dir, file: &str) -> Result<Vec<u8>, String> {
+    fsutil::read_bounded(dir, file, MAX_MANIFEST_BYTES)
         .map_err(|e| e.to_string())?
-        .ok_or("manifest is too large")?;
+        .ok_or_else(|| "manifest is too large".to_string())
+}
+
+fn parse_record(bytes: Vec<u8>) -> Result<serde_json::Value, String> {
     let text = String::from_utf8(bytes).map_err(|_| "manifest is not UTF-8")?;
     crate::canonical::parse_exact(&text).map_err(|e| e.to_string())
 }

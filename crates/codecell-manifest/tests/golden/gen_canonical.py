@@ -36,6 +36,10 @@ def values():
     yield {"ttl_s": 3600.0, "created_at": 1712345678.123456, "expires_at": 253402300799.0}
     yield [1, 1.0, -0.0, "1", [1e16, {"k": [None]}]]
     rng = random.Random(3)
+    # Exact binary fractions with 16-17 significant digits, where shortest-repr ties happen.
+    for _ in range(100):
+        yield rng.randrange(2**44, 2**53) / 2 ** rng.randrange(1, 6)
+    yield -977669004256545.25
     for _ in range(300):
         kind = rng.randrange(4)
         if kind == 0:
