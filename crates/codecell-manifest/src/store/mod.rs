@@ -49,8 +49,11 @@ pub struct Store {
     /// Verdicts on scoped manifest files by name, valid while the bytes hash the same: every
     /// query re-reads the scoped state, and re-parsing sources and compiling schemas each time
     /// would dominate `invoke`.
-    verdicts: Mutex<HashMap<String, ([u8; 32], Result<Manifest, String>)>>,
+    verdicts: Mutex<HashMap<String, Verdict>>,
 }
+
+/// The sha256 of a file's bytes and what verifying them gave.
+type Verdict = ([u8; 32], Result<Manifest, String>);
 
 /// The directory name of a session: readable when the id is a safe file name, hashed otherwise.
 pub fn session_key(session_id: &str) -> String {
