@@ -90,6 +90,8 @@ fn non_finite_and_big_integers_are_refused_where_they_cannot_be_exact() {
     );
 }
 
+// The literal is the exact binary value on purpose: it sits halfway between two 16-digit strings.
+#[allow(clippy::excessive_precision)]
 #[test]
 fn float_repr_breaks_ties_to_even_like_python() {
     assert_eq!(
