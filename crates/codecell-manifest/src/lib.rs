@@ -2,6 +2,8 @@
 //! with its append-only event log, and the scope-aware registry. It knows nothing of wasm:
 //! running tool code is delegated to a [`ToolRunner`].
 
+#![warn(missing_docs)]
+
 pub mod canonical;
 pub mod clock;
 pub mod error;

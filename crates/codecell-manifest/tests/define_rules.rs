@@ -322,3 +322,19 @@ fn smoke_args_follow_the_seed() {
         json!({})
     );
 }
+
+/// The registry can be shared across threads and its futures can run on a multi-threaded
+/// runtime (the std mutex guard is never held across an await).
+#[test]
+fn registry_and_its_futures_are_send_and_sync() {
+    fn assert_send<T: Send>(_: &T) {}
+    fn assert_sync<T: Sync + Send>() {}
+    assert_sync::<codecell_manifest::Registry>();
+    let (_dir, registry, _runner, _clock) = registry();
+    let spec = add_spec("x");
+    let args = json!({});
+    let define = registry.define(&spec);
+    assert_send(&define);
+    let invoke = registry.invoke("x", &args);
+    assert_send(&invoke);
+}
