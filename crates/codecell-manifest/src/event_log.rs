@@ -99,7 +99,8 @@ pub fn parse_log(bytes: &[u8], file: &str) -> (Vec<Event>, Vec<String>) {
                 (line, false)
             }
         };
-        if !complete {
+        // Unterminated, or closed by a later writer's repair: an interrupted write either way.
+        if !complete || line.last() == Some(&crate::store::fsutil::TORN_MARK) {
             errors.push(format!(
                 "{file}: line {number} is incomplete (a torn write); ignored"
             ));

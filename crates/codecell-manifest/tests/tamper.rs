@@ -404,7 +404,7 @@ async fn tampered_scoped_manifests_and_events_stay_inert() {
         again
             .load_errors()
             .iter()
-            .any(|e| e.contains("line 6 is not a valid event")),
+            .any(|e| e.contains("line 6 is incomplete (a torn write)")),
         "torn fragment is now a bad line of its own: {:#?}",
         again.load_errors()
     );
@@ -450,4 +450,39 @@ async fn deeply_nested_files_do_not_crash_the_load() {
     assert_reported(&reopened, &fake_name(0), "");
     assert_reported(&reopened, &fake_name(1), "nested deeper than");
     assert_eq!(reopened.tools().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unterminated_whole_event_never_takes_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let runner = Arc::new(PythonRunner::default());
+    let a = open(dir.path(), "a", Some("p"), c.clone(), runner.clone());
+    a.define(&add_spec("add")).await.unwrap();
+    let v1 = a.promote("add", Scope::Project, true).unwrap();
+    let b = open(dir.path(), "b", Some("p"), c.clone(), runner.clone());
+    b.define(&common::add_spec_v2("add")).await.unwrap();
+    let v2 = b.promote("add", Scope::Project, true).unwrap();
+
+    // A whole "activate v1" event whose writer died before the newline.
+    let log = dir.path().join("scoped/events.jsonl");
+    let mut event = a.last_audit_event().unwrap();
+    event.event_id = "unconfirmed".into();
+    event.operation = codecell_manifest::Operation::Activate;
+    event.manifest_id = v1.manifest_id.clone();
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str(&event.to_line());
+    std::fs::write(&log, text).unwrap();
+
+    let reader = open(dir.path(), "r", Some("p"), c.clone(), runner.clone());
+    assert_eq!(reader.get("add").unwrap().manifest_id, v2.manifest_id);
+    assert_reported(&reader, "events.jsonl: line 3", "incomplete (a torn write)");
+
+    // A later append must not turn the fragment into a valid line.
+    b.define(&add_spec("other")).await.unwrap();
+    b.promote("other", Scope::Project, true).unwrap();
+    let later = open(dir.path(), "r2", Some("p"), c, runner);
+    assert_eq!(later.get("add").unwrap().manifest_id, v2.manifest_id);
+    assert!(later.get("other").is_some());
+    assert_reported(&later, "events.jsonl: line 3", "incomplete (a torn write)");
 }

@@ -92,6 +92,9 @@ pub(crate) fn read_bounded(dir: &Dir, name: &str, max: u64) -> io::Result<Option
     Ok((bytes.len() as u64 <= max).then_some(bytes))
 }
 
+/// Closes a torn log line; a line ending with it is an interrupted write.
+pub(crate) const TORN_MARK: u8 = 0;
+
 /// An exclusive lock on a lock file, held until dropped; it serialises writers across processes.
 pub(crate) struct LockGuard(std::fs::File);
 
@@ -116,8 +119,9 @@ impl Drop for LockGuard {
 }
 
 /// Appends one line to `name` and fsyncs it. Call only under the lock: if the file does not end
-/// with a newline (a writer died mid-line), a newline is written first so the torn fragment stays
-/// a line of its own instead of corrupting this one.
+/// with a newline (a writer died mid-line), the torn fragment is first closed with
+/// [`TORN_MARK`] and a newline, so it stays a line of its own that never becomes valid (even if
+/// the fragment happened to be a whole event whose write was not confirmed).
 pub(crate) fn append_line(dir: &Dir, name: &str, line: &str) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
@@ -132,6 +136,7 @@ pub(crate) fn append_line(dir: &Dir, name: &str, line: &str) -> io::Result<()> {
         file.seek(SeekFrom::Start(len - 1))?;
         file.read_exact(&mut last)?;
         if last[0] != b'\n' {
+            buffer.push(TORN_MARK);
             buffer.push(b'\n');
         }
     }
