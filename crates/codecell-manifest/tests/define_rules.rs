@@ -338,3 +338,11 @@ fn registry_and_its_futures_are_send_and_sync() {
     let invoke = registry.invoke("x", &args);
     assert_send(&invoke);
 }
+
+#[test]
+fn a_registry_needs_a_session_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = codecell_manifest::RegistryOptions::new("  ", dir.path());
+    let result = codecell_manifest::Registry::open(options, Arc::new(PythonRunner::default()));
+    assert!(matches!(result, Err(DynamicToolError::MissingSessionId)));
+}
