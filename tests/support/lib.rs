@@ -20,7 +20,9 @@ pub fn engine() -> Engine {
     ENGINE
         .get_or_init(|| match Engine::builder().build() {
             Ok(engine) => engine,
-            Err(e) => panic!("{e}\n(the integration tests need the guest: run `python3 wasm-guests/build.py`)"),
+            Err(e) => panic!(
+                "{e}\n(the integration tests need the guest: run `python3 wasm-guests/build.py`)"
+            ),
         })
         .clone()
 }

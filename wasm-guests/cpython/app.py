@@ -12,6 +12,7 @@ import sys
 import preload  # noqa: F401  (stdlib modules must be imported before the snapshot)
 import restricted
 import sandbox_api
+import stdio
 import stub_importer
 import wit_world
 from componentize_py_types import Err
@@ -19,6 +20,7 @@ from failure import to_failure
 
 CODECELL = sandbox_api.install()
 stub_importer.install()
+stdio.install()
 
 
 def _prepare(options) -> None:

@@ -17,10 +17,12 @@ def _is_user_file(name: str) -> bool:
     return name in USER_FILENAMES or name.startswith("tools/")
 
 
-def _first_user_frame(tb):
-    while tb is not None and not _is_user_file(tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
-    return tb
+def _format(exc: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_user_file(f.filename)]
+    head = ""
+    if frames:
+        head = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+    return head + "".join(traceback.format_exception_only(type(exc), exc))
 
 
 def _clip(text: str, limit: int) -> str:
@@ -37,10 +39,8 @@ def to_failure(exc: BaseException) -> Failure:
             message = str(exc)
         except BaseException:  # a hostile __str__
             message = "<unprintable exception>"
-        tb = _first_user_frame(exc.__traceback__)
         try:
-            lines = traceback.format_exception(type(exc), exc, tb)
-            text = "".join(lines)
+            text = _format(exc)
         except BaseException:
             text = kind + ": " + message
         return Failure(kind=kind, message=_clip(message, MAX_MESSAGE), traceback=_clip(text, MAX_TRACEBACK))

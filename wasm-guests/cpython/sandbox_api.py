@@ -16,6 +16,10 @@ class ToolError(Exception):
     """A tool call failed: unknown tool, arguments refused by the schema, or the tool itself failed."""
 
 
+# Tracebacks and reprs name it as the guest code imports it: `codecell.ToolError`.
+ToolError.__module__ = "codecell"
+
+
 def ls(path: str = "tools/") -> list:
     """Lists a directory of the tool tree; directories end with '/'."""
     if not isinstance(path, str):

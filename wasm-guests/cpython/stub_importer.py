@@ -4,6 +4,7 @@
 `tools.<category>.<tool>` is the stub's source read through the host. Nothing touches a filesystem.
 """
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import sys
@@ -13,18 +14,33 @@ from wit_world.imports import host
 
 
 class _Loader(importlib.abc.Loader):
-    def __init__(self, source):
+    def __init__(self, source, directory=None):
         self._source = source
+        self._directory = directory
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
-        if self._source is None:
-            module.__path__ = []
+        if self._source is not None:
+            exec(compile(self._source, module.__spec__.origin, "exec"), module.__dict__)
             return
-        code = compile(self._source, module.__spec__.origin, "exec")
-        exec(code, module.__dict__)
+        module.__path__ = []
+        if module.__name__.count(".") == 1:
+            _export_tools(module, self._directory)
+
+
+def _export_tools(package, directory):
+    """Makes `from tools.<category> import <tool>` give the tool's function, not its module.
+
+    Each stub `<tool>.py` defines a function named `<tool>`; after importing the submodule
+    (which binds the module as a package attribute) the function replaces it.
+    """
+    for entry in host.ls(directory):
+        if entry.endswith(".py"):
+            name = entry[:-3]
+            submodule = importlib.import_module(package.__name__ + "." + name)
+            setattr(package, name, getattr(submodule, name, submodule))
 
 
 class ToolsFinder(importlib.abc.MetaPathFinder):
@@ -40,7 +56,7 @@ class ToolsFinder(importlib.abc.MetaPathFinder):
                 host.ls(directory)
             except Err:
                 return None
-            spec = importlib.machinery.ModuleSpec(fullname, _Loader(None), is_package=True)
+            spec = importlib.machinery.ModuleSpec(fullname, _Loader(None, directory), is_package=True)
             spec.submodule_search_locations = []
             return spec
         file = "/".join(parts) + ".py"

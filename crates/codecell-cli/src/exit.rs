@@ -18,10 +18,16 @@ pub struct Failure {
 
 impl Failure {
     pub fn input(message: String) -> Self {
-        Failure { code: ExitCode::from(BAD_INPUT), message }
+        Failure {
+            code: ExitCode::from(BAD_INPUT),
+            message,
+        }
     }
 
     pub fn host(message: String) -> Self {
-        Failure { code: ExitCode::from(HOST_FAILURE), message }
+        Failure {
+            code: ExitCode::from(HOST_FAILURE),
+            message,
+        }
     }
 }

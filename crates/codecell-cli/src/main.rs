@@ -6,6 +6,7 @@
 mod exit;
 mod run_cmd;
 mod tools_cmd;
+mod validate_cmd;
 
 use clap::{Parser, Subcommand};
 use exit::Failure;
@@ -29,6 +30,8 @@ enum Command {
     /// Show what the guest and the model see of a tool catalog.
     #[command(subcommand)]
     Tools(tools_cmd::ToolsCommand),
+    /// Check dynamic-tool source against the policy (exit 0 with its imports, 1 with the violation).
+    Validate(validate_cmd::ValidateArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,7 +57,10 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Some(Command::Run(args)) => run_cmd::run(args).await,
         Some(Command::Tools(cmd)) => tools_cmd::run(cmd),
-        None => Err(Failure::input("no command given; try `codecell --help`".to_string())),
+        Some(Command::Validate(args)) => validate_cmd::run(args),
+        None => Err(Failure::input(
+            "no command given; try `codecell --help`".to_string(),
+        )),
     }
 }
 

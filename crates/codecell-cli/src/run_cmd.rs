@@ -67,13 +67,19 @@ impl RunArgs {
 fn read_snippet(file: &str) -> Result<String, Failure> {
     let mut bytes = Vec::new();
     let result = if file == "-" {
-        std::io::stdin().lock().take(MAX_SNIPPET_BYTES + 1).read_to_end(&mut bytes)
+        std::io::stdin()
+            .lock()
+            .take(MAX_SNIPPET_BYTES + 1)
+            .read_to_end(&mut bytes)
     } else {
-        std::fs::File::open(file).and_then(|f| f.take(MAX_SNIPPET_BYTES + 1).read_to_end(&mut bytes))
+        std::fs::File::open(file)
+            .and_then(|f| f.take(MAX_SNIPPET_BYTES + 1).read_to_end(&mut bytes))
     };
     result.map_err(|e| Failure::input(format!("cannot read {file}: {e}")))?;
     if bytes.len() as u64 > MAX_SNIPPET_BYTES {
-        return Err(Failure::input(format!("{file} is larger than {MAX_SNIPPET_BYTES} bytes")));
+        return Err(Failure::input(format!(
+            "{file} is larger than {MAX_SNIPPET_BYTES} bytes"
+        )));
     }
     String::from_utf8(bytes).map_err(|_| Failure::input(format!("{file} is not UTF-8 text")))
 }
@@ -81,10 +87,15 @@ fn read_snippet(file: &str) -> Result<String, Failure> {
 pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let code = read_snippet(&args.file)?;
     let catalog = match &args.tools {
-        Some(path) => Some(Arc::new(Catalog::from_file(path).map_err(|e| Failure::input(e.to_string()))?)),
+        Some(path) => Some(Arc::new(
+            Catalog::from_file(path).map_err(|e| Failure::input(e.to_string()))?,
+        )),
         None => None,
     };
-    let engine = Engine::builder().guest(args.guest).build().map_err(|e| Failure::host(e.to_string()))?;
+    let engine = Engine::builder()
+        .guest(args.guest)
+        .build()
+        .map_err(|e| Failure::host(e.to_string()))?;
     let outcome = engine
         .run_snippet(&code, catalog, &args.limits())
         .await
@@ -126,7 +137,11 @@ fn print_human(outcome: &Outcome) {
     };
     eprintln!(
         "[codecell] {status}{detail}{} in {:.1} ms, fuel {}, {} tool call(s)",
-        if outcome.truncated { ", output truncated" } else { "" },
+        if outcome.truncated {
+            ", output truncated"
+        } else {
+            ""
+        },
         outcome.duration_ms,
         outcome.fuel_used,
         outcome.tool_calls.len()

@@ -44,13 +44,17 @@ pub fn run(cmd: ToolsCommand) -> Result<ExitCode, Failure> {
     match cmd {
         ToolsCommand::Ls { path, catalog } => {
             let path = path.unwrap_or_else(|| "tools/".to_string());
-            let entries = load(&catalog)?.ls(&path).map_err(|e| Failure::input(e.to_string()))?;
+            let entries = load(&catalog)?
+                .ls(&path)
+                .map_err(|e| Failure::input(e.to_string()))?;
             for entry in entries {
                 println!("{entry}");
             }
         }
         ToolsCommand::Read { path, catalog } => {
-            let text = load(&catalog)?.read(&path).map_err(|e| Failure::input(e.to_string()))?;
+            let text = load(&catalog)?
+                .read(&path)
+                .map_err(|e| Failure::input(e.to_string()))?;
             print!("{text}");
         }
         ToolsCommand::Prompt { catalog } => {

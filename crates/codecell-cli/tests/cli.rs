@@ -12,13 +12,21 @@ fn codecell(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("codecell starts");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not one JSON object ({e}): {}", String::from_utf8_lossy(&out.stdout))
+        panic!(
+            "stdout is not one JSON object ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
     })
 }
 
@@ -30,7 +38,12 @@ fn catalog() -> String {
 fn run_json_demo_is_ok_with_the_right_stdout() {
     let demo = fixture("snippets/demo.py").to_string_lossy().into_owned();
     let out = codecell(&["run", &demo, "--tools", &catalog(), "--json"], "");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v = json_of(&out);
     assert_eq!(v["status"], "ok");
     assert!(v["stdout"].as_str().unwrap().contains("100 C = 212.0 F"));
@@ -41,7 +54,14 @@ fn run_json_demo_is_ok_with_the_right_stdout() {
     assert!(v["duration_ms"].as_f64().unwrap() > 0.0);
     let calls = v["tool_calls"].as_array().unwrap();
     assert_eq!(calls.len(), 3);
-    for key in ["category", "name", "ok", "duration_us", "args_bytes", "result_bytes"] {
+    for key in [
+        "category",
+        "name",
+        "ok",
+        "duration_us",
+        "args_bytes",
+        "result_bytes",
+    ] {
         assert!(calls[0].get(key).is_some(), "tool call record lacks {key}");
     }
 }
@@ -54,12 +74,20 @@ fn guest_error_exits_1_with_error_object() {
     assert_eq!(v["status"], "error");
     assert_eq!(v["error"]["type"], "ValueError");
     assert_eq!(v["error"]["message"], "nope");
-    assert!(v["error"]["traceback"].as_str().unwrap().contains("ValueError: nope"));
+    assert!(
+        v["error"]["traceback"]
+            .as_str()
+            .unwrap()
+            .contains("ValueError: nope")
+    );
 }
 
 #[test]
 fn limit_exits_1_and_names_the_limit() {
-    let out = codecell(&["run", "-", "--json", "--timeout-ms", "1000"], "import time\ntime.sleep(3600)");
+    let out = codecell(
+        &["run", "-", "--json", "--timeout-ms", "1000"],
+        "import time\ntime.sleep(3600)",
+    );
     assert_eq!(out.status.code(), Some(1));
     let v = json_of(&out);
     assert_eq!(v["status"], "limit");
@@ -68,17 +96,34 @@ fn limit_exits_1_and_names_the_limit() {
 
 #[test]
 fn limit_flags_are_applied() {
-    let out = codecell(&["run", "-", "--json", "--max-output-bytes", "10"], "print('0123456789abcdef')");
+    let out = codecell(
+        &["run", "-", "--json", "--max-output-bytes", "10"],
+        "print('0123456789abcdef')",
+    );
     let v = json_of(&out);
     assert_eq!(v["truncated"], true);
     assert_eq!(v["stdout"], "0123456789");
     assert_eq!(v["limit"], "output");
-    let out = codecell(&["run", "-", "--json", "--memory-mb", "64"], "b = bytearray(100 * 2**20)");
+    let out = codecell(
+        &["run", "-", "--json", "--memory-mb", "64"],
+        "b = bytearray(100 * 2**20)",
+    );
     assert_eq!(json_of(&out)["limit"], "memory");
-    let out = codecell(&["run", "-", "--json", "--fuel", "1000000"], "while True: pass");
+    let out = codecell(
+        &["run", "-", "--json", "--fuel", "1000000"],
+        "while True: pass",
+    );
     assert_eq!(json_of(&out)["limit"], "fuel");
     let out = codecell(
-        &["run", "-", "--json", "--tools", &catalog(), "--max-tool-calls", "2"],
+        &[
+            "run",
+            "-",
+            "--json",
+            "--tools",
+            &catalog(),
+            "--max-tool-calls",
+            "2",
+        ],
         "for i in range(5): call_tool('text', 'stats', text='a')",
     );
     assert_eq!(json_of(&out)["limit"], "tool_calls");
@@ -99,23 +144,54 @@ fn bad_input_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, r#"{"categories": [{"name": "x", "description": "d", "tools": [{"name": "t"}]}]}"#).unwrap();
+    std::fs::write(
+        &bad,
+        r#"{"categories": [{"name": "x", "description": "d", "tools": [{"name": "t"}]}]}"#,
+    )
+    .unwrap();
     let out = codecell(&["run", "-", "--tools", bad.to_str().unwrap()], "print(1)");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.json"), "error does not name the file: {err}");
-    assert!(err.contains("categories[0].tools[0]"), "error does not name the JSON path: {err}");
+    assert!(
+        err.contains("bad.json"),
+        "error does not name the file: {err}"
+    );
+    assert!(
+        err.contains("categories[0].tools[0]"),
+        "error does not name the JSON path: {err}"
+    );
 }
 
 #[test]
 fn tools_subcommands_show_the_tree() {
     let out = codecell(&["tools", "ls", "--tools", &catalog()], "");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "__index__.md\ntext/\nunits/\n");
-    let out = codecell(&["tools", "read", "tools/units/convert.py", "--tools", &catalog()], "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "__index__.md\ntext/\nunits/\n"
+    );
+    let out = codecell(
+        &[
+            "tools",
+            "read",
+            "tools/units/convert.py",
+            "--tools",
+            &catalog(),
+        ],
+        "",
+    );
     let stub = String::from_utf8_lossy(&out.stdout);
     assert!(stub.contains("def convert("), "{stub}");
     assert!(stub.contains("call_tool("), "{stub}");
-    let out = codecell(&["tools", "read", "tools/../../etc/passwd", "--tools", &catalog()], "");
+    let out = codecell(
+        &[
+            "tools",
+            "read",
+            "tools/../../etc/passwd",
+            "--tools",
+            &catalog(),
+        ],
+        "",
+    );
     assert_eq!(out.status.code(), Some(2));
     let out = codecell(&["tools", "prompt", "--tools", &catalog()], "");
     assert!(String::from_utf8_lossy(&out.stdout).contains("execute_code"));
@@ -131,5 +207,29 @@ fn version_names_the_guest_python() {
 }
 
 fn fixture(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+#[test]
+fn validate_reports_imports_or_the_violation() {
+    let ok = "import json\nfrom collections import Counter\n\ndef execute(args):\n    return json.dumps(Counter(args['x']))\n";
+    let out = codecell(&["validate", "-", "--json"], ok);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        json_of(&out),
+        serde_json::json!({"ok": true, "imports": ["collections", "json"]})
+    );
+    let bad = "def execute(args):\n    return eval(args['x'])\n";
+    let out = codecell(&["validate", "-", "--json"], bad);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json_of(&out);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["rule"], "banned_call");
+    assert_eq!(v["line"], 2);
+    assert_eq!(v["column"], 12);
+    assert!(v["message"].as_str().unwrap().contains("eval"));
+    let out = codecell(&["validate", "-"], bad);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("-:2:12: banned_call"));
 }

@@ -20,11 +20,15 @@ use wasmtime::component::Component;
 fn guest_digest(wasm: &Path) -> Result<String, EngineError> {
     let side = wasm.with_file_name(format!(
         "{}.sha256",
-        wasm.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        wasm.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
-    if let (Ok(text), Ok(side_meta), Ok(wasm_meta)) =
-        (std::fs::read_to_string(&side), side.metadata(), wasm.metadata())
-    {
+    if let (Ok(text), Ok(side_meta), Ok(wasm_meta)) = (
+        std::fs::read_to_string(&side),
+        side.metadata(),
+        wasm.metadata(),
+    ) {
         let digest = text.trim();
         // Only trust the side file if it is not older than the guest it describes.
         let fresh = match (side_meta.modified(), wasm_meta.modified()) {
@@ -75,11 +79,19 @@ pub(crate) fn load_or_compile(
     Ok(component)
 }
 
-fn store(component: &Component, dir: &Path, path: &PathBuf) -> Result<(), Box<dyn std::error::Error>> {
+fn store(
+    component: &Component,
+    dir: &Path,
+    path: &PathBuf,
+) -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(dir)?;
     let bytes = component.serialize()?;
     // Write then rename, so a concurrent reader never maps a half-written file.
-    let tmp = dir.join(format!(".{}.{}.tmp", std::process::id(), path.file_name().unwrap_or_default().to_string_lossy()));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)?;
     Ok(())

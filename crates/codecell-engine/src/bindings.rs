@@ -9,5 +9,3 @@ wasmtime::component::bindgen!({
     imports: { default: async | trappable },
     exports: { default: async },
 });
-
-pub use codecell::guest::types::{Failure, RunOptions};

@@ -14,6 +14,9 @@ use wasmtime::component::{HasSelf, Linker};
 /// How often the epoch advances; the granularity of deadline checks and of async yields.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
+/// Native wasm stack per run (virtual memory, committed only as used).
+const MAX_WASM_STACK: usize = 8 << 20;
+
 /// Builds an [`Engine`].
 ///
 /// Secure defaults: the guest gets no preopened directories, no environment, no arguments, no
@@ -53,27 +56,49 @@ impl EngineBuilder {
         }
         let cache_dir = self
             .cache_dir
-            .or_else(|| std::env::var_os("CODECELL_CACHE_DIR").filter(|v| !v.is_empty()).map(PathBuf::from))
-            .unwrap_or_else(|| wasm.parent().map(|p| p.join("cache")).unwrap_or_else(|| PathBuf::from("cache")));
+            .or_else(|| {
+                std::env::var_os("CODECELL_CACHE_DIR")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| {
+                wasm.parent()
+                    .map(|p| p.join("cache"))
+                    .unwrap_or_else(|| PathBuf::from("cache"))
+            });
 
         let mut config = wasmtime::Config::new();
         config.consume_fuel(true);
         config.epoch_interruption(true);
         config.wasm_component_model(true);
+        // CPython's own C-recursion guard (about 1 MB of its shadow stack) must trip before wasm's
+        // native stack runs out, so deep nesting in json/repr is a catchable RecursionError rather
+        // than a trap; 8 MiB was measured to be enough for json.dumps, and a trap is still handled.
+        config.max_wasm_stack(MAX_WASM_STACK);
+        config.async_stack_size(MAX_WASM_STACK + (1 << 20));
         let wasmtime = wasmtime::Engine::new(&config).map_err(EngineError::wasmtime)?;
 
-        let component = artifact_cache::load_or_compile(&wasmtime, &wasm, &cache_dir, self.guest.name())?;
+        let component =
+            artifact_cache::load_or_compile(&wasmtime, &wasm, &cache_dir, self.guest.name())?;
         let mut linker: Linker<RunState> = Linker::new(&wasmtime);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(EngineError::wasmtime)?;
         crate::bindings::Sandbox::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(EngineError::wasmtime)?;
-        let pre = linker.instantiate_pre(&component).map_err(EngineError::wasmtime)?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(EngineError::wasmtime)?;
         let pre = SandboxPre::new(pre).map_err(EngineError::wasmtime)?;
 
         let stop = Arc::new(AtomicBool::new(false));
         spawn_ticker(&wasmtime, stop.clone());
         Ok(Engine {
-            inner: Arc::new(Inner { wasmtime, pre, guest: self.guest, wasm, ticker_stop: stop }),
+            inner: Arc::new(Inner {
+                wasmtime,
+                pre,
+                guest: self.guest,
+                wasm,
+                ticker_stop: stop,
+            }),
         })
     }
 }
@@ -117,14 +142,21 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("guest", &self.inner.guest).field("wasm", &self.inner.wasm).finish()
+        f.debug_struct("Engine")
+            .field("guest", &self.inner.guest)
+            .field("wasm", &self.inner.wasm)
+            .finish()
     }
 }
 
 impl Engine {
     /// A builder with the secure defaults described on [`EngineBuilder`].
     pub fn builder() -> EngineBuilder {
-        EngineBuilder { guest: GuestKind::CPython, wasm_path: None, cache_dir: None }
+        EngineBuilder {
+            guest: GuestKind::CPython,
+            wasm_path: None,
+            cache_dir: None,
+        }
     }
 
     /// The guest this engine runs.

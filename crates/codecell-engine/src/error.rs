@@ -34,7 +34,10 @@ pub enum EngineError {
 
 impl EngineError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
-        EngineError::Io { path: path.to_path_buf(), source }
+        EngineError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     pub(crate) fn wasmtime(e: wasmtime::Error) -> Self {

@@ -30,7 +30,10 @@ impl Host for RunState {
 
     async fn read(&mut self, path: String) -> wasmtime::Result<Result<String, String>> {
         Ok(match &self.catalog {
-            Some(catalog) => catalog.read(&path).map(|s| s.to_string()).map_err(|e| e.to_string()),
+            Some(catalog) => catalog
+                .read(&path)
+                .map(|s| s.to_string())
+                .map_err(|e| e.to_string()),
             None => Err(no_catalog()),
         })
     }
@@ -47,7 +50,13 @@ impl Host for RunState {
         }
         let started = Instant::now();
         let args_bytes = args_json.len();
-        let result = self.dispatch(&category, &name, args_json).await;
+        // Only owned values cross the await: the store data itself is not `Sync`.
+        let call = Call {
+            catalog: self.catalog.clone(),
+            max_args: self.limits.max_tool_args_bytes,
+            max_result: self.limits.max_tool_result_bytes,
+        };
+        let result = call.dispatch(&category, &name, args_json).await;
         let result_bytes = match &result {
             Ok(s) | Err(s) => s.len(),
         };
@@ -63,28 +72,44 @@ impl Host for RunState {
     }
 }
 
-impl RunState {
-    async fn dispatch(&self, category: &str, name: &str, args_json: String) -> Result<String, String> {
-        let Some(catalog) = &self.catalog else {
+/// What one tool call needs from the run, detached from the store.
+struct Call {
+    catalog: Option<std::sync::Arc<codecell_catalog::Catalog>>,
+    max_args: usize,
+    max_result: usize,
+}
+
+impl Call {
+    async fn dispatch(
+        self,
+        category: &str,
+        name: &str,
+        args_json: String,
+    ) -> Result<String, String> {
+        let Some(catalog) = self.catalog else {
             return Err(no_catalog());
         };
-        if args_json.len() > self.limits.max_tool_args_bytes {
+        if args_json.len() > self.max_args {
             return Err(format!(
                 "arguments of {category}/{name} are {} bytes, over the limit of {} bytes",
                 args_json.len(),
-                self.limits.max_tool_args_bytes
+                self.max_args
             ));
         }
         let args: serde_json::Value = serde_json::from_str(&args_json)
             .map_err(|e| format!("arguments of {category}/{name} are not valid JSON: {e}"))?;
         // A slow tool is bounded by the run's deadline: the whole run future is under a timeout.
-        let value = catalog.call(category, name, args).await.map_err(|e| e.to_string())?;
-        let text = serde_json::to_string(&value).map_err(|e| format!("result of {category}/{name} is not JSON: {e}"))?;
-        if text.len() > self.limits.max_tool_result_bytes {
+        let value = catalog
+            .call(category, name, args)
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = serde_json::to_string(&value)
+            .map_err(|e| format!("result of {category}/{name} is not JSON: {e}"))?;
+        if text.len() > self.max_result {
             return Err(format!(
                 "result of {category}/{name} is {} bytes, over the limit of {} bytes",
                 text.len(),
-                self.limits.max_tool_result_bytes
+                self.max_result
             ));
         }
         Ok(text)

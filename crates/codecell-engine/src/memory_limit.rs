@@ -24,7 +24,11 @@ pub(crate) struct MemoryLimiter {
 
 impl MemoryLimiter {
     pub(crate) fn new(cap: usize) -> Self {
-        MemoryLimiter { cap, hit: false, peak: 0 }
+        MemoryLimiter {
+            cap,
+            hit: false,
+            peak: 0,
+        }
     }
 }
 

@@ -31,7 +31,10 @@ pub(crate) struct OutputCapExceeded;
 
 impl CappedOutput {
     pub(crate) fn new(cap: usize) -> Self {
-        CappedOutput { cap, buffer: Arc::default() }
+        CappedOutput {
+            cap,
+            buffer: Arc::default(),
+        }
     }
 
     /// The captured text (cut at a UTF-8 boundary, never longer than the cap) and whether it was truncated.

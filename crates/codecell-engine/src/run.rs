@@ -4,7 +4,7 @@ use crate::bindings::{Failure, RunOptions, Sandbox};
 use crate::engine::{EPOCH_TICK, Engine};
 use crate::error::EngineError;
 use crate::limits::Limits;
-use crate::outcome::{GuestError, LimitKind, Outcome, Status};
+use crate::outcome::{GuestError, LimitKind, Outcome};
 use crate::state::RunState;
 use crate::trap;
 use codecell_catalog::Catalog;
@@ -31,7 +31,9 @@ impl Engine {
         catalog: Option<Arc<Catalog>>,
         limits: &Limits,
     ) -> Result<Outcome, EngineError> {
-        let options = RunOptions { recursion_limit: limits.recursion_limit };
+        let options = RunOptions {
+            recursion_limit: limits.recursion_limit,
+        };
         let code = code.to_string();
         self.run(catalog, limits, move |sandbox, store| {
             Box::pin(async move { sandbox.call_run_snippet(store, &code, options).await })
@@ -48,10 +50,16 @@ impl Engine {
         args_json: &str,
         limits: &Limits,
     ) -> Result<(Outcome, Option<String>), EngineError> {
-        let options = RunOptions { recursion_limit: limits.recursion_limit };
+        let options = RunOptions {
+            recursion_limit: limits.recursion_limit,
+        };
         let (source, imports, args) = (source.to_string(), imports.to_vec(), args_json.to_string());
         self.run(None, limits, move |sandbox, store| {
-            Box::pin(async move { sandbox.call_run_tool(store, &source, &imports, &args, options).await })
+            Box::pin(async move {
+                sandbox
+                    .call_run_tool(store, &source, &imports, &args, options)
+                    .await
+            })
         })
         .await
     }
@@ -60,13 +68,28 @@ impl Engine {
     pub async fn python_version(&self) -> Result<String, EngineError> {
         let limits = Limits::default();
         let mut store = self.new_store(None, &limits)?;
-        let sandbox = self.inner.pre.instantiate_async(&mut store).await.map_err(EngineError::wasmtime)?;
-        sandbox.call_python_version(&mut store).await.map_err(EngineError::wasmtime)
+        let sandbox = self
+            .inner
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(EngineError::wasmtime)?;
+        sandbox
+            .call_python_version(&mut store)
+            .await
+            .map_err(EngineError::wasmtime)
     }
 
-    fn new_store(&self, catalog: Option<Arc<Catalog>>, limits: &Limits) -> Result<Store<RunState>, EngineError> {
+    fn new_store(
+        &self,
+        catalog: Option<Arc<Catalog>>,
+        limits: &Limits,
+    ) -> Result<Store<RunState>, EngineError> {
         let deadline = Instant::now() + limits.deadline;
-        let mut store = Store::new(&self.inner.wasmtime, RunState::new(limits, catalog, deadline));
+        let mut store = Store::new(
+            &self.inner.wasmtime,
+            RunState::new(limits, catalog, deadline),
+        );
         store.limiter(|s| &mut s.limiter);
         store.set_fuel(limits.fuel).map_err(EngineError::wasmtime)?;
         // Each epoch tick, check the wall clock: past the deadline, interrupt; otherwise yield so
@@ -93,13 +116,18 @@ impl Engine {
         F: for<'a> FnOnce(
                 &'a Sandbox,
                 &'a mut Store<RunState>,
-            )
-                -> std::pin::Pin<Box<dyn Future<Output = wasmtime::Result<Result<T, Failure>>> + Send + 'a>>
-            + Send,
+            ) -> std::pin::Pin<
+                Box<dyn Future<Output = wasmtime::Result<Result<T, Failure>>> + Send + 'a>,
+            > + Send,
     {
         let started = Instant::now();
         let mut store = self.new_store(catalog, limits)?;
-        let sandbox = self.inner.pre.instantiate_async(&mut store).await.map_err(EngineError::wasmtime)?;
+        let sandbox = self
+            .inner
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(EngineError::wasmtime)?;
         // The epoch callback stops running wasm; this timeout also stops a guest that is blocked
         // in a host call (a WASI sleep, a slow tool), which epochs cannot interrupt. The grace
         // lets the epoch path win when both apply, so its classification is the one reported.
@@ -133,24 +161,42 @@ impl Engine {
 /// Builds the caller-facing error for a limit.
 pub(crate) fn limit_error(kind: LimitKind, limits: &Limits) -> GuestError {
     let (name, message) = match kind {
-        LimitKind::Fuel => ("OutOfFuel", format!("the run used all of its {} units of fuel", limits.fuel)),
+        LimitKind::Fuel => (
+            "OutOfFuel",
+            format!("the run used all of its {} units of fuel", limits.fuel),
+        ),
         LimitKind::Memory => (
             "MemoryLimitExceeded",
-            format!("the run tried to use more than {} bytes of memory", limits.memory_bytes),
+            format!(
+                "the run tried to use more than {} bytes of memory",
+                limits.memory_bytes
+            ),
         ),
         LimitKind::Deadline => (
             "DeadlineExceeded",
-            format!("the run exceeded its deadline of {} ms", limits.deadline.as_millis()),
+            format!(
+                "the run exceeded its deadline of {} ms",
+                limits.deadline.as_millis()
+            ),
         ),
         LimitKind::Output => (
             "OutputLimitExceeded",
-            format!("output exceeded {} bytes; it was truncated and the run stopped", limits.max_output_bytes),
+            format!(
+                "output exceeded {} bytes; it was truncated and the run stopped",
+                limits.max_output_bytes
+            ),
         ),
         LimitKind::ToolCalls => (
             "ToolCallLimitExceeded",
-            format!("the run made more than {} tool calls", limits.max_tool_calls),
+            format!(
+                "the run made more than {} tool calls",
+                limits.max_tool_calls
+            ),
         ),
     };
-    GuestError { kind: name.to_string(), message, traceback: String::new() }
+    GuestError {
+        kind: name.to_string(),
+        message,
+        traceback: String::new(),
+    }
 }
-

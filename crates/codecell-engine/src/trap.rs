@@ -14,7 +14,14 @@ use wasmtime::Trap;
 pub(crate) type Classified<T> = (Option<T>, Status, Option<LimitKind>, Option<GuestError>);
 
 pub(crate) fn classify<T>(returned: Returned<T>, state: &RunState) -> Classified<T> {
-    let limited = |kind: LimitKind| (None, Status::Limit, Some(kind), Some(limit_error(kind, &state.limits)));
+    let limited = |kind: LimitKind| {
+        (
+            None,
+            Status::Limit,
+            Some(kind),
+            Some(limit_error(kind, &state.limits)),
+        )
+    };
     match returned {
         Returned::Guest(Ok(value)) => (Some(value), Status::Ok, None, None),
         Returned::Guest(Err(failure)) => classify_failure(failure, state),
@@ -40,7 +47,11 @@ fn classify_failure<T>(failure: Failure, state: &RunState) -> Classified<T> {
         };
         return (None, Status::Limit, Some(LimitKind::Memory), Some(error));
     }
-    let error = GuestError { kind: failure.kind, message: failure.message, traceback: failure.traceback };
+    let error = GuestError {
+        kind: failure.kind,
+        message: failure.message,
+        traceback: failure.traceback,
+    };
     (None, Status::Error, None, Some(error))
 }
 
@@ -71,5 +82,9 @@ fn trap_error(error: &wasmtime::Error) -> GuestError {
         Some(trap) => ("Trap", format!("the guest trapped: {trap}")),
         None => ("Trap", format!("the guest trapped: {error}")),
     };
-    GuestError { kind: kind.to_string(), message, traceback: String::new() }
+    GuestError {
+        kind: kind.to_string(),
+        message,
+        traceback: String::new(),
+    }
 }

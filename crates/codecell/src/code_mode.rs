@@ -17,7 +17,11 @@ pub struct CodeMode {
 impl CodeMode {
     /// Code mode over `catalog`, with [`Limits::default`].
     pub fn new(engine: Engine, catalog: Arc<Catalog>) -> Self {
-        CodeMode { engine, catalog, limits: Limits::default() }
+        CodeMode {
+            engine,
+            catalog,
+            limits: Limits::default(),
+        }
     }
 
     /// Replaces the limits every run is held to.
@@ -38,7 +42,9 @@ impl CodeMode {
 
     /// Runs `code` in a fresh guest; guest errors and limits are in the [`Outcome`].
     pub async fn execute_code(&self, code: &str) -> Result<Outcome, EngineError> {
-        self.engine.run_snippet(code, Some(self.catalog.clone()), &self.limits).await
+        self.engine
+            .run_snippet(code, Some(self.catalog.clone()), &self.limits)
+            .await
     }
 
     /// The system-prompt section that teaches a model the tree and `call_tool`.
@@ -50,9 +56,10 @@ impl CodeMode {
     pub fn execute_code_tool(&self) -> ToolSpec {
         ToolSpec {
             name: "execute_code".to_string(),
-            description: "Run Python code that explores the tools with ls() and read(), calls them with \
+            description:
+                "Run Python code that explores the tools with ls() and read(), calls them with \
                           call_tool(), and print()s the results."
-                .to_string(),
+                    .to_string(),
             input_schema: json!({
                 "type": "object",
                 "properties": {"code": {"type": "string", "description": "Python source code to run."}},

@@ -13,7 +13,13 @@ pub use error::CodecellError;
 pub use prompt::system_prompt as system_prompt_for;
 pub use setup::{ToolDefinition, code_mode_from_tools};
 
-pub use codecell_catalog::{Catalog, CatalogBuilder, Handler, HandlerError, ToolSpec, async_handler_fn, handler_fn};
+/// The dynamic-tool source policy (`validate_dynamic_source`).
+pub use codecell_policy as policy;
+
+pub use codecell_catalog::{
+    Catalog, CatalogBuilder, Handler, HandlerError, ToolSpec, async_handler_fn, handler_fn,
+};
 pub use codecell_engine::{
-    Engine, EngineBuilder, EngineError, GuestError, GuestKind, LimitKind, Limits, Outcome, Status, ToolCallRecord,
+    Engine, EngineBuilder, EngineError, GuestError, GuestKind, LimitKind, Limits, Outcome, Status,
+    ToolCallRecord,
 };

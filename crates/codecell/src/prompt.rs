@@ -29,7 +29,13 @@ pub fn system_prompt(catalog: &Catalog) -> String {
     let mut text = String::from(PROMPT_HEAD);
     text.push_str("\nCategories available now:\n");
     for category in catalog.categories() {
-        let _ = writeln!(text, "- `{}`: {} ({} tools)", category.name, category.description, category.tools.len());
+        let _ = writeln!(
+            text,
+            "- `{}`: {} ({} tools)",
+            category.name,
+            category.description,
+            category.tools.len()
+        );
     }
     text.push_str(
         "\nExample:\n```python\nprint(ls(\"tools/\"))\nprint(read(\"tools/__index__.md\"))\n```\n",
