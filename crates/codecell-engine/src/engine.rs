@@ -135,6 +135,10 @@ impl Drop for Inner {
 }
 
 /// The code-mode engine: cheap to clone, shared by every run in the process.
+///
+/// Runs are futures: they must be polled inside a tokio runtime with timers enabled (the
+/// deadline of a guest blocked in a host call is a tokio timeout). Many may run concurrently; a
+/// CPU-bound guest yields to the runtime every epoch tick.
 #[derive(Clone)]
 pub struct Engine {
     pub(crate) inner: Arc<Inner>,

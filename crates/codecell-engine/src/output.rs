@@ -37,6 +37,11 @@ impl CappedOutput {
         }
     }
 
+    /// Whether anything was cut at the cap.
+    pub(crate) fn truncated(&self) -> bool {
+        lock(&self.buffer).truncated
+    }
+
     /// The captured text (cut at a UTF-8 boundary, never longer than the cap) and whether it was truncated.
     pub(crate) fn take(&self) -> (String, bool) {
         let buf = lock(&self.buffer);

@@ -122,19 +122,19 @@ impl Engine {
     {
         let started = Instant::now();
         let mut store = self.new_store(catalog, limits)?;
-        let sandbox = self
-            .inner
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(EngineError::wasmtime)?;
+        let pre = &self.inner.pre;
         // The epoch callback stops running wasm; this timeout also stops a guest that is blocked
         // in a host call (a WASI sleep, a slow tool), which epochs cannot interrupt. The grace
         // lets the epoch path win when both apply, so its classification is the one reported.
         let budget = limits.deadline + EPOCH_TICK * 4;
-        let returned = match tokio::time::timeout(budget, call(&sandbox, &mut store)).await {
-            Ok(Ok(result)) => Returned::Guest(result),
-            Ok(Err(trap)) => Returned::Trap(trap),
+        let guarded = tokio::time::timeout(budget, async {
+            let sandbox = pre.instantiate_async(&mut store).await.map_err(Instantiate)?;
+            Ok::<_, Instantiate>(call(&sandbox, &mut store).await)
+        });
+        let returned = match guarded.await {
+            Ok(Ok(Ok(result))) => Returned::Guest(result),
+            Ok(Ok(Err(trap))) => Returned::Trap(trap),
+            Ok(Err(Instantiate(e))) => return Err(EngineError::wasmtime(e)),
             Err(_elapsed) => Returned::TimedOut,
         };
         let fuel_left = store.get_fuel().unwrap_or(0);
@@ -157,6 +157,9 @@ impl Engine {
         Ok((outcome, value))
     }
 }
+
+/// Instantiation failed: a host failure, not the guest's doing.
+struct Instantiate(wasmtime::Error);
 
 /// Builds the caller-facing error for a limit.
 pub(crate) fn limit_error(kind: LimitKind, limits: &Limits) -> GuestError {

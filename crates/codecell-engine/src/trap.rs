@@ -64,7 +64,7 @@ fn trap_limit(error: &wasmtime::Error, state: &RunState) -> Option<LimitKind> {
         Some(Trap::Interrupt) => return Some(LimitKind::Deadline),
         _ => {}
     }
-    if state.stdout.take().1 || state.stderr.take().1 {
+    if state.stdout.truncated() || state.stderr.truncated() {
         return Some(LimitKind::Output);
     }
     if state.limiter.hit {
