@@ -5,6 +5,7 @@
 
 mod exit;
 mod run_cmd;
+mod tool_cmd;
 mod tools_cmd;
 mod validate_cmd;
 
@@ -32,6 +33,9 @@ enum Command {
     Tools(tools_cmd::ToolsCommand),
     /// Check dynamic-tool source against the policy (exit 0 with its imports, 1 with the violation).
     Validate(validate_cmd::ValidateArgs),
+    /// Define, invoke and govern dynamic tools in a manifest store.
+    #[command(subcommand)]
+    Tool(tool_cmd::ToolCommand),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +62,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Run(args)) => run_cmd::run(args).await,
         Some(Command::Tools(cmd)) => tools_cmd::run(cmd),
         Some(Command::Validate(args)) => validate_cmd::run(args),
+        Some(Command::Tool(cmd)) => tool_cmd::run(cmd).await,
         None => Err(Failure::input(
             "no command given; try `codecell --help`".to_string(),
         )),

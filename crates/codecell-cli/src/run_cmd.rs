@@ -2,7 +2,7 @@
 
 use crate::exit::{Failure, GUEST_FAILED};
 use clap::Args;
-use codecell::{Catalog, Engine, GuestKind, Limits, Outcome, Status};
+use codecell::{Engine, GuestKind, Limits, Outcome, Status};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +40,9 @@ pub struct RunArgs {
     /// Print the outcome as one JSON object.
     #[arg(long)]
     json: bool,
+    /// `--store DIR --session ID [--project ID]`: the catalog's `{"dynamic": name}` handlers.
+    #[command(flatten)]
+    dynamic: crate::tool_cmd::DynamicStoreArgs,
 }
 
 impl RunArgs {
@@ -87,9 +90,7 @@ fn read_snippet(file: &str) -> Result<String, Failure> {
 pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let code = read_snippet(&args.file)?;
     let catalog = match &args.tools {
-        Some(path) => Some(Arc::new(
-            Catalog::from_file(path).map_err(|e| Failure::input(e.to_string()))?,
-        )),
+        Some(path) => Some(Arc::new(args.dynamic.load_catalog(path)?)),
         None => None,
     };
     let engine = Engine::builder()

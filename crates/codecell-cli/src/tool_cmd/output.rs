@@ -1,0 +1,206 @@
+//! What `codecell tool` prints: one JSON object with `"ok"` (and the store's `load_errors`), or
+//! a few lines for people. Refusals carry a stable `kind` so scripts need not parse messages.
+
+use codecell::manifest::canonical;
+use codecell::manifest::event_log::Event;
+use codecell::{DynamicToolError, Manifest, VersionsReport};
+use serde_json::{Value, json};
+
+/// A successful command's output, in both forms.
+pub struct Report {
+    json: Value,
+    human: String,
+}
+
+impl Report {
+    /// Prints the report on stdout; load errors go in the object, or to stderr as warnings.
+    pub fn print(mut self, as_json: bool, load_errors: &[String]) {
+        if as_json {
+            self.json["load_errors"] = json!(load_errors);
+            println!("{}", canonical::to_string(&self.json));
+        } else {
+            println!("{}", self.human.trim_end());
+            for error in load_errors {
+                eprintln!("codecell: warning: {error}");
+            }
+        }
+    }
+}
+
+/// Prints `{"ok": false, "error": {"kind", "message"}, "load_errors"}`.
+pub fn print_refusal(kind: &str, message: &str, load_errors: &[String]) {
+    let value = json!({
+        "ok": false,
+        "error": {"kind": kind, "message": message},
+        "load_errors": load_errors,
+    });
+    println!("{}", canonical::to_string(&value));
+}
+
+/// After `define`: the manifest record exactly as stored.
+pub fn defined(m: &Manifest) -> Report {
+    Report {
+        json: json!({"ok": true, "manifest": m.record()}),
+        human: format!(
+            "defined {} {} (session {}, imports [{}], expires in {} s)",
+            m.name,
+            m.manifest_id,
+            m.session_id,
+            m.imports.join(", "),
+            m.ttl_s
+        ),
+    }
+}
+
+/// After `invoke`: the result and the version that produced it.
+pub fn invoked(m: &Manifest, result: Value) -> Report {
+    let human = canonical::to_string(&result);
+    Report {
+        json: json!({
+            "ok": true,
+            "name": m.name,
+            "scope": m.scope.as_str(),
+            "manifest_id": m.manifest_id,
+            "result": result,
+        }),
+        human,
+    }
+}
+
+/// After `list`: every tool that resolves, with what a reviewer needs (source included).
+pub fn listed(tools: &[Manifest]) -> Report {
+    let entries: Vec<Value> = tools
+        .iter()
+        .map(|m| {
+            json!({
+                "name": m.name,
+                "scope": m.scope.as_str(),
+                "manifest_id": m.manifest_id,
+                "description": m.description,
+                "imports": m.imports,
+                "input_schema": m.input_schema,
+                "output_schema": m.output_schema,
+                "implementation": m.implementation,
+                "expires_at": m.expires_at,
+            })
+        })
+        .collect();
+    let human = tools
+        .iter()
+        .map(|m| {
+            format!(
+                "{}\t{}\t{}\t{}\n",
+                m.name,
+                m.scope.as_str(),
+                m.manifest_id,
+                m.description
+            )
+        })
+        .collect::<String>();
+    Report {
+        json: json!({"ok": true, "tools": entries}),
+        human: if human.is_empty() {
+            "no dynamic tools".to_string()
+        } else {
+            human
+        },
+    }
+}
+
+/// After `versions`: versions with flags, then the audit events.
+pub fn versions(report: &VersionsReport) -> Report {
+    let mut human = String::new();
+    for v in &report.versions {
+        let flags = match (v.active, v.effective) {
+            (true, true) => "active, effective",
+            (true, false) => "active",
+            (false, true) => "effective",
+            (false, false) => "-",
+        };
+        human.push_str(&format!(
+            "{}\t{}\t{}\t{flags}\n",
+            v.name, v.scope, v.manifest_id
+        ));
+    }
+    for e in &report.events {
+        human.push_str(&format!(
+            "event {}\t{}\t{:?}\t{}\t{}\n",
+            e.created_at_ns, e.scope, e.operation, e.name, e.manifest_id
+        ));
+    }
+    let mut value = serde_json::to_value(report).unwrap_or_else(|_| json!({}));
+    value["ok"] = json!(true);
+    Report {
+        json: value,
+        human: if human.is_empty() {
+            "no project or global versions".to_string()
+        } else {
+            human
+        },
+    }
+}
+
+/// After `promote`, `activate` or `rollback`: the version now active and the event appended.
+pub fn governed(verb: &str, m: &Manifest, event: Option<Event>) -> Report {
+    let event_id = event
+        .as_ref()
+        .map_or("-", |e| e.event_id.as_str())
+        .to_string();
+    Report {
+        json: json!({"ok": true, "manifest": m.record(), "event": event}),
+        human: format!(
+            "{verb} {} in {} scope: {} is active (event {event_id})",
+            m.name,
+            m.scope.as_str(),
+            m.manifest_id
+        ),
+    }
+}
+
+/// The registry's message, with what to do next where that is not obvious.
+pub fn explain(error: &DynamicToolError) -> String {
+    match error {
+        DynamicToolError::ApprovalRequired(_) => format!(
+            "{error}: a human must review the tool (`codecell tool list --json` shows its source) and re-run with --approve"
+        ),
+        DynamicToolError::Unknown(_) => {
+            format!("{error}; `codecell tool list` shows the tools this session resolves")
+        }
+        _ => error.to_string(),
+    }
+}
+
+/// A stable name for each refusal, for scripts.
+pub fn kind(error: &DynamicToolError) -> &'static str {
+    use DynamicToolError as E;
+    match error {
+        E::MissingSessionId => "missing_session_id",
+        E::SpecNotObject | E::NotAString(_) => "invalid_spec",
+        E::InvalidName(_) => "invalid_name",
+        E::ReservedName(_) => "reserved_name",
+        E::AlreadyDefined(_) => "already_defined",
+        E::MissingDescription => "missing_description",
+        E::Source(_) => "source_rejected",
+        E::Schema(_) => "invalid_schema",
+        E::Permissions => "permissions",
+        E::Ttl(_) => "invalid_ttl",
+        E::SmokeSynthesis(_) | E::SmokeArgs(_) => "invalid_smoke_args",
+        E::SmokeRun(_) => "smoke_failed",
+        E::SmokeOutput(_) => "smoke_output_invalid",
+        E::Arguments(_) => "invalid_arguments",
+        E::Output(_) => "invalid_output",
+        E::Run(run) => match run {
+            codecell::RunError::Raised { .. } => "tool_raised",
+            codecell::RunError::Limit(_) => "limit",
+            codecell::RunError::InvalidOutput(_) => "invalid_output",
+            codecell::RunError::Host(_) => "host_failure",
+        },
+        E::Unknown(_) => "unknown_tool",
+        E::NoSessionTool(_) => "no_session_tool",
+        E::InvalidScope(_) => "invalid_scope",
+        E::ApprovalRequired(_) => "approval_required",
+        E::NotAVersion { .. } => "not_a_version",
+        E::NoRollbackTarget { .. } => "no_rollback_target",
+        E::Store(_) => "store_failure",
+    }
+}
