@@ -1,0 +1,73 @@
+"""Makes the tool stubs importable: `from tools.weather import forecast`.
+
+The RustPython twin of ../../cpython/stub_importer.py: `tools` and `tools.<category>` are packages
+backed by directories of the virtual tree, and `tools.<category>.<tool>` is the stub's source read
+through the host. Nothing touches a filesystem.
+"""
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+
+import _codecell_host as _host
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, source, directory=None):
+        self._source = source
+        self._directory = directory
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        if self._source is not None:
+            exec(compile(self._source, module.__spec__.origin, "exec"), module.__dict__)
+            return
+        module.__path__ = []
+        if module.__name__.count(".") == 1:
+            _export_tools(module, self._directory)
+
+
+def _export_tools(package, directory):
+    """Makes `from tools.<category> import <tool>` give the tool's function, not its module.
+
+    Each stub `<tool>.py` defines a function named `<tool>`; after importing the submodule
+    (which binds the module as a package attribute) the function replaces it.
+    """
+    ok, entries = _host.ls(directory)
+    if not ok:
+        raise ImportError(entries)
+    for entry in entries:
+        if entry.endswith(".py"):
+            name = entry[:-3]
+            submodule = importlib.import_module(package.__name__ + "." + name)
+            setattr(package, name, getattr(submodule, name, submodule))
+
+
+class ToolsFinder(importlib.abc.MetaPathFinder):
+    """Finds `tools`, `tools.<category>` and `tools.<category>.<tool>` in the host's tree."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        parts = fullname.split(".")
+        if parts[0] != "tools" or len(parts) > 3:
+            return None
+        if len(parts) < 3:
+            directory = "/".join(parts) + "/"
+            ok, _ = _host.ls(directory)
+            if not ok:
+                return None
+            spec = importlib.machinery.ModuleSpec(fullname, _Loader(None, directory), is_package=True)
+            spec.submodule_search_locations = []
+            return spec
+        file = "/".join(parts) + ".py"
+        ok, source = _host.read(file)
+        if not ok:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Loader(source), origin=file)
+
+
+def install() -> None:
+    """Puts the finder first on the meta path."""
+    sys.meta_path.insert(0, ToolsFinder())
