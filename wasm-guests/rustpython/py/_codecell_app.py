@@ -72,4 +72,5 @@ def run_tool(source, imports, args_json, recursion_limit):
 
 
 def python_version():
-    return sys.version.split()[0]
+    # RustPython's sys.version starts "3.14.0.alpha (...)"; report the language version as CPython does.
+    return ".".join(str(part) for part in sys.version_info[:3])
