@@ -65,6 +65,11 @@ fn benches(c: &mut Criterion) {
         })
     });
 
+    // A store of its own: the define benchmark left hundreds of session tools behind, and
+    // resolution copies every session manifest, which would be measured as invoke's cost.
+    let invoke_store = tempfile::tempdir().expect("tempdir");
+    let tools = DynamicTools::open(engine(), RegistryOptions::new("bench", invoke_store.path()))
+        .expect("store opens");
     rt.block_on(tools.define(&base))
         .expect("define word_frequency");
     let args = json!({"text": "the quick brown fox jumps over the lazy dog the end", "top": 3});
