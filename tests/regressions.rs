@@ -27,7 +27,12 @@ async fn deep_json_raises_recursion_error() {
 #[tokio::test]
 async fn one_huge_print_reaches_the_output_cap_not_the_memory_cap() {
     let outcome = run("print('x' * 100_000_000)").await;
-    assert_eq!(outcome.limit, Some(LimitKind::Output), "{:?}", outcome.error);
+    assert_eq!(
+        outcome.limit,
+        Some(LimitKind::Output),
+        "{:?}",
+        outcome.error
+    );
     assert!(outcome.truncated);
     assert_eq!(outcome.stdout.len(), 10_000);
 }
@@ -35,7 +40,9 @@ async fn one_huge_print_reaches_the_output_cap_not_the_memory_cap() {
 /// `from tools.<category> import <tool>` gave the stub's module, not its function.
 #[tokio::test]
 async fn from_category_import_tool_gives_the_function() {
-    let outcome = run("from tools.units import convert\nprint(callable(convert), type(convert).__name__)").await;
+    let outcome =
+        run("from tools.units import convert\nprint(callable(convert), type(convert).__name__)")
+            .await;
     assert_eq!(outcome.stdout, "True function\n", "{outcome:#?}");
 }
 
@@ -52,7 +59,10 @@ async fn tracebacks_hold_only_user_frames() {
 /// Output printed before a limit must not be lost in a guest-side buffer.
 #[tokio::test]
 async fn output_before_a_trap_is_kept() {
-    let limits = Limits { deadline: Duration::from_millis(500), ..Limits::default() };
+    let limits = Limits {
+        deadline: Duration::from_millis(500),
+        ..Limits::default()
+    };
     let outcome = run_with("print('before')\nwhile True:\n    pass", &limits).await;
     assert_eq!(outcome.status, Status::Limit);
     assert_eq!(outcome.stdout, "before\n");

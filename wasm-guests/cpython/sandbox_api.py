@@ -20,6 +20,12 @@ class ToolError(Exception):
 ToolError.__module__ = "codecell"
 
 
+# Built once: `json.dumps` with options constructs a new encoder on every call, which would
+# double the cost of a tool call's argument encoding.
+_ENCODE_ARGS = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_DECODE_RESULT = json.JSONDecoder().decode
+
+
 def ls(path: str = "tools/") -> list:
     """Lists a directory of the tool tree; directories end with '/'."""
     if not isinstance(path, str):
@@ -45,14 +51,14 @@ def call_tool(category: str, name: str, /, **kwargs):
     if not isinstance(category, str) or not isinstance(name, str):
         raise TypeError("call_tool(category, name, **kwargs): category and name must be str")
     try:
-        args_json = json.dumps(kwargs, ensure_ascii=False, allow_nan=False)
+        args_json = _ENCODE_ARGS(kwargs)
     except (TypeError, ValueError) as e:
         raise ToolError("arguments of " + category + "/" + name + " are not JSON: " + str(e)) from None
     try:
         result = host.call_tool(category, name, args_json)
     except Err as e:
         raise ToolError(e.value) from None
-    return json.loads(result)
+    return _DECODE_RESULT(result)
 
 
 def install() -> types.ModuleType:

@@ -121,10 +121,8 @@ fn print_human(outcome: &Outcome) {
     if !outcome.stderr.is_empty() {
         eprint!("{}", outcome.stderr);
     }
-    if let Some(error) = &outcome.error {
-        if !error.traceback.is_empty() {
-            eprint!("{}", error.traceback);
-        }
+    if let Some(error) = outcome.error.as_ref().filter(|e| !e.traceback.is_empty()) {
+        eprint!("{}", error.traceback);
     }
     let detail = match (&outcome.limit, &outcome.error) {
         (Some(limit), Some(e)) => format!(" ({}: {})", limit.as_str(), e.message),

@@ -128,7 +128,10 @@ impl Engine {
         // lets the epoch path win when both apply, so its classification is the one reported.
         let budget = limits.deadline + EPOCH_TICK * 4;
         let guarded = tokio::time::timeout(budget, async {
-            let sandbox = pre.instantiate_async(&mut store).await.map_err(Instantiate)?;
+            let sandbox = pre
+                .instantiate_async(&mut store)
+                .await
+                .map_err(Instantiate)?;
             Ok::<_, Instantiate>(call(&sandbox, &mut store).await)
         });
         let returned = match guarded.await {

@@ -76,16 +76,14 @@ impl CodeMode {
         if outcome.truncated {
             text.push_str("\n... (output truncated)");
         }
-        if outcome.status != Status::Ok {
-            if let Some(error) = &outcome.error {
-                if !text.is_empty() && !text.ends_with('\n') {
-                    text.push('\n');
-                }
-                if error.traceback.is_empty() {
-                    text.push_str(&format!("{}: {}", error.kind, error.message));
-                } else {
-                    text.push_str(error.traceback.trim_end());
-                }
+        if let (true, Some(error)) = (outcome.status != Status::Ok, &outcome.error) {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            if error.traceback.is_empty() {
+                text.push_str(&format!("{}: {}", error.kind, error.message));
+            } else {
+                text.push_str(error.traceback.trim_end());
             }
         }
         if text.is_empty() {

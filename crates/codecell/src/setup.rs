@@ -29,7 +29,7 @@ pub fn code_mode_from_tools(
     for tool in &tools {
         if !seen.contains(&tool.category) {
             seen.push(tool.category.clone());
-            builder = builder.category(&tool.category, &describe(&tool.category));
+            builder = builder.category(&tool.category, describe(&tool.category));
         }
     }
     for tool in tools {
