@@ -1,25 +1,10 @@
 //! The CLI contract, run as a process: flags, the `--json` object and the exit codes.
 
-use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+mod common;
+use common::codecell;
 
-fn codecell(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codecell"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("codecell starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
+use serde_json::Value;
+use std::process::Output;
 
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

@@ -2,10 +2,13 @@
 //! → activate → rollback → versions, each asserting the JSON; ids checked against the seed's
 //! algorithm run by python3.
 
+mod common;
+use common::codecell;
+
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 const PROJECT: &str = "proj-1";
 
@@ -19,23 +22,6 @@ fn fixture(name: &str) -> String {
         .join(format!("{name}.json"))
         .to_string_lossy()
         .into_owned()
-}
-
-fn codecell(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codecell"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("codecell starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
 }
 
 /// Runs `codecell tool <args> --store DIR --session S --project P --json`.
