@@ -88,7 +88,7 @@ def finish(tmp: Path, wasm: Path, digest: str) -> None:
 
 def build_cpython(force: bool) -> None:
     wasm = OUT / "cpython.wasm"
-    digest = hash_inputs([GUESTS / "wit", GUESTS / "cpython"], COMPONENTIZE_PY)
+    digest = hash_inputs([GUESTS / "wit", GUESTS / "common", GUESTS / "cpython"], COMPONENTIZE_PY)
     if not force and up_to_date(wasm, digest):
         log(f"{wasm.relative_to(ROOT)} is up to date")
         return
@@ -97,7 +97,7 @@ def build_cpython(force: bool) -> None:
     log("componentizing the CPython guest (about a minute)")
     subprocess.run(
         [str(tool), "-d", str(GUESTS / "wit"), "-w", "sandbox", "componentize", "app",
-         "-p", str(GUESTS / "cpython"), "-o", str(tmp)],
+         "-p", str(GUESTS / "cpython"), "-p", str(GUESTS / "common"), "-o", str(tmp)],
         check=True,
     )
     finish(tmp, wasm, digest)
@@ -120,7 +120,7 @@ def build_rustpython(force: bool) -> None:
     wasm = OUT / "rustpython.wasm"
     crate = GUESTS / "rustpython"
     # Cargo's own output (target/rustpython-guest) never lies under the hashed folders.
-    inputs = [GUESTS / "wit", crate / "src", crate / "py", crate / "Cargo.toml", crate / "Cargo.lock",
+    inputs = [GUESTS / "wit", GUESTS / "common", crate / "src", crate / "py", crate / "Cargo.toml", crate / "Cargo.lock",
               crate / "build.rs"]
     digest = hash_inputs(inputs, rustc_version() + "\0" + RUST_TARGET)
     if not force and up_to_date(wasm, digest):

@@ -3,6 +3,7 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=py");
+    println!("cargo:rerun-if-changed=../common");
     println!("cargo:rerun-if-changed=../wit");
     // RustPython recurses on the wasm shadow stack (in linear memory) for every Python call; the
     // 1 MiB default overflows well before the engine's default recursion limit. See README.md.

@@ -12,7 +12,7 @@ import sys
 
 import _codecell_api
 import _codecell_preload  # noqa: F401  (stdlib modules loaded once, at start-up)
-import _codecell_restricted
+import restricted
 import _codecell_stdio
 import _codecell_stub_importer
 from _codecell_failure import to_failure
@@ -66,7 +66,7 @@ def run_tool(source, imports, args_json, recursion_limit):
     """Runs a dynamic tool; returns (True, canonical JSON) or (False, failure tuple)."""
     try:
         _prepare(recursion_limit)
-        return (True, _codecell_restricted.run_tool(source, imports, args_json))
+        return (True, restricted.run_tool(source, imports, args_json))
     except BaseException as e:
         return (False, to_failure(e))
 

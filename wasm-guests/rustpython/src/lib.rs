@@ -51,6 +51,7 @@ fn build() -> Result<State, Failure> {
         .add_native_module(host_module)
         .add_frozen_modules(rustpython_pylib::FROZEN_STDLIB)
         .add_frozen_modules(rustpython_vm::py_freeze!(dir = "../py"))
+        .add_frozen_modules(rustpython_vm::py_freeze!(dir = "../../common"))
         .build();
     let app = interp
         .enter(|vm| vm.import("_codecell_app", 0))

@@ -1,9 +1,10 @@
 """Runs a dynamic tool's `execute(args)` the way the reference worker does.
 
-The RustPython twin of ../../cpython/restricted.py. The tool sees only a small set of builtins
-(no print, open, getattr, type, ...) and an import function that admits the roots its manifest
-declared, and only absolute imports. The host has validated the source already; this is the
-second wall, not the first.
+Shared by both guests (CPython via componentize-py `-p`, RustPython frozen by `py_freeze!`).
+
+The tool sees only a small set of builtins (no print, open, getattr, type, ...) and an import
+function that admits the roots its manifest declared, and only absolute imports. The host has
+validated the source already; this is the second wall, not the first.
 """
 
 import builtins
