@@ -13,7 +13,7 @@ use rustpython_vm::{
     builtins::{PyBaseExceptionRef, PyStr, PyTuple},
 };
 
-wit_bindgen::generate!({ path: "../wit", world: "sandbox" });
+wit_bindgen::generate!({ path: "../wit", world: "sandbox-preinit" });
 
 use codecell::guest::host;
 
@@ -65,14 +65,6 @@ fn with_app<T>(f: impl FnOnce(&VirtualMachine, &PyObjectRef) -> Result<T, Failur
         Ok(state) => state.interp.enter(|vm| f(vm, &state.app)),
         Err(failure) => Err(failure.clone()),
     })
-}
-
-/// Called by a pre-initialiser (wizer) to build the VM and import the stdlib at build time.
-#[unsafe(no_mangle)]
-pub extern "C" fn codecell_preinit() {
-    STATE.with(|cell| {
-        let _ = cell.get_or_init(build);
-    });
 }
 
 /// A failure for an exception that escaped the Python half: kind and message only, no frames
@@ -161,6 +153,13 @@ impl Guest for Component {
                 _ => Err(failure_from(&r)),
             }
         })
+    }
+
+    fn wizer_initialize() {
+        // Build errors are kept in STATE and reported by the first run, as without pre-init.
+        STATE.with(|cell| {
+            let _ = cell.get_or_init(build);
+        });
     }
 
     fn python_version() -> String {
