@@ -71,13 +71,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
 
 async fn version() -> Result<ExitCode, Failure> {
     println!("codecell {}", env!("CARGO_PKG_VERSION"));
-    let guest = codecell::GuestKind::CPython;
-    match codecell::Engine::builder().guest(guest).build() {
-        Ok(engine) => match engine.python_version().await {
-            Ok(v) => println!("guest {}: Python {v}", guest.name()),
-            Err(e) => println!("guest {}: unavailable ({e})", guest.name()),
-        },
-        Err(e) => println!("guest {}: unavailable ({e})", guest.name()),
+    for guest in codecell::ALL_GUESTS {
+        match codecell::Engine::builder().guest(guest).build() {
+            Ok(engine) => match engine.python_version().await {
+                Ok(v) => println!("guest {guest}: Python {v}"),
+                Err(e) => println!("guest {guest}: unavailable ({e})"),
+            },
+            Err(e) => println!("guest {guest}: unavailable ({e})"),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

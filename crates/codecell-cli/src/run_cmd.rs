@@ -90,7 +90,7 @@ fn read_snippet(file: &str) -> Result<String, Failure> {
 pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let code = read_snippet(&args.file)?;
     let catalog = match &args.tools {
-        Some(path) => Some(Arc::new(args.dynamic.load_catalog(path)?)),
+        Some(path) => Some(Arc::new(args.dynamic.load_catalog(path, args.guest)?)),
         None => None,
     };
     let engine = Engine::builder()

@@ -36,6 +36,9 @@ pub struct StoreArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Guest interpreter that runs the tool code.
+    #[arg(long, default_value = "cpython")]
+    guest: GuestKind,
 }
 
 /// The same store flags, optional: lets `codecell run --tools` resolve `{"dynamic": name}`.
@@ -54,8 +57,8 @@ pub struct DynamicStoreArgs {
 
 impl DynamicStoreArgs {
     /// Loads a catalog file; with `--store`, its dynamic handlers are that store's tools, run
-    /// in the CPython guest (the one with the restricted tool runner) whatever `--guest` says.
-    pub fn load_catalog(&self, path: &Path) -> Result<Catalog, Failure> {
+    /// in `guest` (the same guest as the snippet).
+    pub fn load_catalog(&self, path: &Path, guest: GuestKind) -> Result<Catalog, Failure> {
         let (Some(store), Some(session)) = (&self.store, &self.session) else {
             return Catalog::from_file(path).map_err(|e| Failure::input(e.to_string()));
         };
@@ -64,6 +67,7 @@ impl DynamicStoreArgs {
             session: session.clone(),
             project: self.project.clone(),
             json: false,
+            guest,
         };
         let tools = open(&args, true).map_err(|r| Failure {
             code: ExitCode::from(r.code),
@@ -318,7 +322,7 @@ fn open(args: &StoreArgs, with_engine: bool) -> Result<DynamicTools, Refusal> {
     let options = registry_options(&args.store, &args.session, args.project.as_deref());
     let opened = if with_engine {
         let engine = Engine::builder()
-            .guest(GuestKind::CPython)
+            .guest(args.guest)
             .build()
             .map_err(|e| Refusal::host(e.to_string()))?;
         DynamicTools::open(engine, options)

@@ -43,26 +43,33 @@ fn guest_digest(wasm: &Path) -> Result<String, EngineError> {
     Ok(hex::encode(Sha256::digest(&bytes)))
 }
 
-/// The cache key for `wasm` compiled by `engine`.
-fn cache_key(engine: &Engine, guest_digest: &str) -> String {
+/// A transformation applied to the guest's bytes before compiling (pre-initialisation).
+pub(crate) type Prepare<'a> = dyn Fn(&[u8]) -> Result<Vec<u8>, EngineError> + 'a;
+
+/// The cache key for `wasm` compiled by `engine`, `prepared` or not.
+fn cache_key(engine: &Engine, guest_digest: &str, prepared: bool) -> String {
     let mut config = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut config);
     let mut h = Sha256::new();
     h.update(guest_digest.as_bytes());
     h.update(b"\0wasmtime-48.0.8\0");
     h.update(config.finish().to_le_bytes());
+    h.update(if prepared { "\0preinit-v1" } else { "\0plain" });
     hex::encode(&h.finalize()[..12])
 }
 
-/// Loads the compiled guest from `cache_dir`, compiling and storing it on a miss.
+/// Loads the compiled guest from `cache_dir`; on a miss, runs `prepare` on its bytes (if given),
+/// compiles the result and stores it.
 pub(crate) fn load_or_compile(
     engine: &Engine,
     wasm: &Path,
     cache_dir: &Path,
     stem: &str,
+    prepare: Option<&Prepare<'_>>,
 ) -> Result<Component, EngineError> {
     let digest = guest_digest(wasm)?;
-    let cached = cache_dir.join(format!("{stem}-{}.cwasm", cache_key(engine, &digest)));
+    let key = cache_key(engine, &digest, prepare.is_some());
+    let cached = cache_dir.join(format!("{stem}-{key}.cwasm"));
     if cached.is_file() {
         // SAFETY: the file was written by `Component::serialize` of an engine with the same key,
         // into a directory that only this user writes (see the module docs).
@@ -70,7 +77,11 @@ pub(crate) fn load_or_compile(
             return Ok(component);
         }
     }
-    let component = Component::from_file(engine, wasm).map_err(|e| EngineError::Compile {
+    let mut bytes = std::fs::read(wasm).map_err(|e| EngineError::io(wasm, e))?;
+    if let Some(prepare) = prepare {
+        bytes = prepare(&bytes)?;
+    }
+    let component = Component::new(engine, &bytes).map_err(|e| EngineError::Compile {
         path: wasm.to_path_buf(),
         message: format!("{e:#}"),
     })?;

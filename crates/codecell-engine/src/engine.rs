@@ -4,6 +4,7 @@ use crate::artifact_cache;
 use crate::bindings::SandboxPre;
 use crate::error::EngineError;
 use crate::guest::GuestKind;
+use crate::preinit;
 use crate::state::RunState;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use wasmtime::component::{HasSelf, Linker};
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Native wasm stack per run (virtual memory, committed only as used).
-const MAX_WASM_STACK: usize = 8 << 20;
+pub(crate) const MAX_WASM_STACK: usize = 8 << 20;
 
 /// Builds an [`Engine`].
 ///
@@ -78,12 +79,17 @@ impl EngineBuilder {
         config.async_stack_size(MAX_WASM_STACK + (1 << 20));
         let wasmtime = wasmtime::Engine::new(&config).map_err(EngineError::wasmtime)?;
 
-        let component =
-            artifact_cache::load_or_compile(&wasmtime, &wasm, &cache_dir, self.guest.name())?;
-        let mut linker: Linker<RunState> = Linker::new(&wasmtime);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(EngineError::wasmtime)?;
-        crate::bindings::Sandbox::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
-            .map_err(EngineError::wasmtime)?;
+        let linker = linker(&wasmtime)?;
+        let prepare = |bytes: &[u8]| preinit::preinitialize(&wasm, bytes);
+        let component = artifact_cache::load_or_compile(
+            &wasmtime,
+            &wasm,
+            &cache_dir,
+            self.guest.name(),
+            self.guest
+                .needs_preinit()
+                .then_some(&prepare as &artifact_cache::Prepare<'_>),
+        )?;
         let pre = linker
             .instantiate_pre(&component)
             .map_err(EngineError::wasmtime)?;
@@ -101,6 +107,15 @@ impl EngineBuilder {
             }),
         })
     }
+}
+
+/// A linker with WASI (an empty context is supplied per run) and the three host functions.
+pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<RunState>, EngineError> {
+    let mut linker: Linker<RunState> = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(EngineError::wasmtime)?;
+    crate::bindings::Sandbox::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+        .map_err(EngineError::wasmtime)?;
+    Ok(linker)
 }
 
 /// Advances the engine's epoch every tick until the engine is dropped.

@@ -27,6 +27,14 @@ pub enum EngineError {
         /// wasmtime's explanation.
         message: String,
     },
+    /// Pre-initialising the guest (building its interpreter before the snapshot) failed.
+    #[error("cannot pre-initialise guest {path}: {message}")]
+    Preinit {
+        /// The component file.
+        path: PathBuf,
+        /// Which stage failed, and why.
+        message: String,
+    },
     /// wasmtime failed to configure, link or instantiate.
     #[error("wasmtime: {0}")]
     Wasmtime(String),

@@ -7,20 +7,33 @@ use std::path::{Path, PathBuf};
 pub enum GuestKind {
     /// CPython compiled for WASI, componentized with componentize-py.
     CPython,
+    /// RustPython (rustpython-vm with its stdlib frozen in), built with cargo for wasm32-wasip2.
+    RustPython,
 }
+
+/// Every guest, in the order the CLI and the test suite list them.
+pub const ALL_GUESTS: [GuestKind; 2] = [GuestKind::CPython, GuestKind::RustPython];
 
 impl GuestKind {
     /// The short name used on the command line and in file names.
     pub fn name(self) -> &'static str {
         match self {
             GuestKind::CPython => "cpython",
+            GuestKind::RustPython => "rustpython",
         }
+    }
+
+    /// Whether the engine must pre-initialise the component (call its `wizer-initialize` export
+    /// and snapshot it) before compiling it. componentize-py already does this for CPython.
+    pub(crate) fn needs_preinit(self) -> bool {
+        matches!(self, GuestKind::RustPython)
     }
 
     /// The environment variable that overrides where this guest's `.wasm` is found.
     pub fn env_var(self) -> &'static str {
         match self {
             GuestKind::CPython => "CODECELL_CPYTHON_WASM",
+            GuestKind::RustPython => "CODECELL_RUSTPYTHON_WASM",
         }
     }
 
@@ -46,10 +59,19 @@ impl std::str::FromStr for GuestKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "cpython" => Ok(GuestKind::CPython),
-            other => Err(format!("unknown guest `{other}` (available: cpython)")),
+            "rustpython" => Ok(GuestKind::RustPython),
+            other => Err(format!(
+                "unknown guest `{other}` (available: cpython, rustpython)"
+            )),
         }
     }
 }
 
-/// The command that builds the guests, quoted in "not built" errors.
-pub const BUILD_COMMAND: &str = "python3 wasm-guests/build.py";
+impl std::fmt::Display for GuestKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The command that builds every guest, quoted in "not built" errors.
+pub const BUILD_COMMAND: &str = "python3 wasm-guests/build.py --guest all";

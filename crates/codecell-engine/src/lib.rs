@@ -15,12 +15,13 @@ mod limits;
 mod memory_limit;
 mod outcome;
 mod output;
+mod preinit;
 mod run;
 mod state;
 mod trap;
 
 pub use engine::{Engine, EngineBuilder};
 pub use error::EngineError;
-pub use guest::{BUILD_COMMAND, GuestKind};
+pub use guest::{ALL_GUESTS, BUILD_COMMAND, GuestKind};
 pub use limits::Limits;
 pub use outcome::{GuestError, LimitKind, Outcome, Status, ToolCallRecord};

@@ -1,0 +1,208 @@
+//! Pre-initialisation: run a guest's `wizer-initialize` export once and snapshot the result.
+//!
+//! The RustPython guest builds its VM and imports its stdlib in `wizer-initialize`; wasmtime-wizer
+//! instruments the component so its memories and globals can be read back, we instantiate it with
+//! the same linker the runs use, call the export, and wizer rewrites the component with that state
+//! as its initial image. This happens once per guest and machine, on an artifact-cache miss: every
+//! run then starts from the snapshot instead of paying a billion instructions of start-up.
+//!
+//! The init runs under generous fixed limits (it is our own code, but a broken guest must still
+//! fail with an error rather than hang the process).
+
+use crate::error::EngineError;
+use crate::limits::Limits;
+use crate::state::RunState;
+use std::path::Path;
+use std::time::Instant;
+use wasmtime::Store;
+use wasmtime::component::{Component, Instance, Lift, WasmList};
+use wasmtime_wizer::{ComponentInstanceState, Wizer};
+
+/// The export a pre-initialisable guest provides (`world sandbox-preinit`).
+pub(crate) const INIT_EXPORT: &str = "wizer-initialize";
+
+/// Start-up limits: far above what the guest needs (about 1e9 fuel and 100 MiB), still finite.
+fn init_limits() -> Limits {
+    Limits {
+        fuel: 50_000_000_000,
+        memory_bytes: 1 << 30,
+        ..Limits::default()
+    }
+}
+
+/// The engine that runs the init once: the instrumented code runs a single time, so it is
+/// compiled without optimisation (several times faster to compile for a 30 MB guest). Fuel,
+/// not a wall clock, bounds it: a guest that loops in its init fails after `init_limits().fuel`.
+fn init_engine() -> wasmtime::Result<wasmtime::Engine> {
+    let mut config = wasmtime::Config::new();
+    config.consume_fuel(true);
+    config.wasm_component_model(true);
+    config.cranelift_opt_level(wasmtime::OptLevel::None);
+    config.max_wasm_stack(crate::engine::MAX_WASM_STACK);
+    config.async_stack_size(crate::engine::MAX_WASM_STACK + (1 << 20));
+    wasmtime::Engine::new(&config)
+}
+
+/// Returns the pre-initialised form of the component in `wasm` (the bytes of the file at `path`).
+///
+/// Runs on a thread of its own with its own runtime, so callers may be inside a tokio runtime.
+pub(crate) fn preinitialize(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| preinitialize_here(path, wasm))
+            .join()
+            .unwrap_or_else(|_| {
+                Err(EngineError::Preinit {
+                    path: path.to_path_buf(),
+                    message: "the pre-initialiser panicked".into(),
+                })
+            })
+    })
+}
+
+fn preinitialize_here(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> {
+    let fail = |stage: &str, message: String| EngineError::Preinit {
+        path: path.to_path_buf(),
+        message: format!("{stage}: {message}"),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| fail("starting a runtime", e.to_string()))?;
+    runtime.block_on(async {
+        let mut wizer = Wizer::new();
+        // Removing the export from the core module but not from the component's lifts gives an
+        // invalid component in wasmtime-wizer 48; a second call is a no-op in the guest anyway.
+        wizer.keep_init_func(true);
+        let (cx, instrumented) = wizer
+            .instrument_component(wasm)
+            .map_err(|e| fail("instrumenting", format!("{e:#}")))?;
+        let engine = &init_engine().map_err(|e| fail("configuring wasmtime", format!("{e:#}")))?;
+        let linker = crate::engine::linker(engine)?;
+        let component = Component::new(engine, &instrumented)
+            .map_err(|e| fail("compiling the instrumented guest", format!("{e:#}")))?;
+        let limits = init_limits();
+        let mut store = Store::new(
+            engine,
+            RunState::new(&limits, None, Instant::now() + limits.deadline),
+        );
+        store.limiter(|s| &mut s.limiter);
+        store
+            .set_fuel(limits.fuel)
+            .map_err(|e| fail("setting fuel", format!("{e:#}")))?;
+        let instance = linker
+            .instantiate_async(&mut store, &component)
+            .await
+            .map_err(|e| fail("instantiating", format!("{e:#}")))?;
+        let init = instance
+            .get_typed_func::<(), ()>(&mut store, INIT_EXPORT)
+            .map_err(|e| fail("finding `wizer-initialize`", format!("{e:#}")))?;
+        init.call_async(&mut store, ())
+            .await
+            .map_err(|e| fail("running `wizer-initialize`", format!("{e:#}")))?;
+        let written = store.data().stdout.take().0.len() + store.data().stderr.take().0.len();
+        if written > 0 {
+            // Output during init means a stdio stream handle may be cached in the snapshot,
+            // which would be dangling in every later instance.
+            return Err(fail(
+                "checking the snapshot",
+                format!("the guest wrote {written} bytes to stdio during initialisation"),
+            ));
+        }
+        let mut state = SnapshotState {
+            store: &mut store,
+            instance,
+            error: None,
+        };
+        let snapshot = wizer
+            .snapshot_component(&cx, &mut state)
+            .await
+            .map_err(|e| fail("snapshotting", format!("{e:#}")))?;
+        match state.error {
+            Some(e) => Err(fail("reading the guest's state", e)),
+            None => Ok(snapshot),
+        }
+    })
+}
+
+/// Reads an instrumented instance's state for wizer; the first failure is kept in `error`
+/// (wizer's trait cannot return one) and the snapshot is then discarded.
+struct SnapshotState<'a> {
+    store: &'a mut Store<RunState>,
+    instance: Instance,
+    error: Option<String>,
+}
+
+impl SnapshotState<'_> {
+    async fn call<R, O>(
+        &mut self,
+        instance: &str,
+        func: &str,
+        default: O,
+        use_ret: impl FnOnce(&Store<RunState>, R) -> O,
+    ) -> O
+    where
+        R: Lift + Send + Sync + 'static,
+    {
+        if self.error.is_some() {
+            return default;
+        }
+        match self.try_call::<R>(instance, func).await {
+            Ok(ret) => use_ret(self.store, ret),
+            Err(e) => {
+                self.error = Some(format!("{instance}#{func}: {e:#}"));
+                default
+            }
+        }
+    }
+
+    async fn try_call<R>(&mut self, instance: &str, func: &str) -> wasmtime::Result<R>
+    where
+        R: Lift + Send + Sync + 'static,
+    {
+        let (_, outer) = self
+            .instance
+            .get_export(&mut *self.store, None, instance)
+            .ok_or_else(|| wasmtime::format_err!("no export `{instance}`"))?;
+        let (_, inner) = self
+            .instance
+            .get_export(&mut *self.store, Some(&outer), func)
+            .ok_or_else(|| wasmtime::format_err!("no export `{func}`"))?;
+        let typed = self
+            .instance
+            .get_typed_func::<(), (R,)>(&mut *self.store, inner)?;
+        Ok(typed.call_async(&mut *self.store, ()).await?.0)
+    }
+}
+
+impl ComponentInstanceState for SnapshotState<'_> {
+    async fn call_func_ret_list_u8(
+        &mut self,
+        instance: &str,
+        func: &str,
+        contents: impl FnOnce(&[u8]) + Send,
+    ) {
+        let bytes = self
+            .call(instance, func, None, |store, list: WasmList<u8>| {
+                Some(list.as_le_slice(store).to_vec())
+            })
+            .await;
+        contents(bytes.as_deref().unwrap_or_default());
+    }
+
+    async fn call_func_ret_s32(&mut self, instance: &str, func: &str) -> i32 {
+        self.call(instance, func, 0, |_, r| r).await
+    }
+
+    async fn call_func_ret_s64(&mut self, instance: &str, func: &str) -> i64 {
+        self.call(instance, func, 0, |_, r| r).await
+    }
+
+    async fn call_func_ret_f32(&mut self, instance: &str, func: &str) -> u32 {
+        self.call(instance, func, 0, |_, r: f32| r.to_bits()).await
+    }
+
+    async fn call_func_ret_f64(&mut self, instance: &str, func: &str) -> u64 {
+        self.call(instance, func, 0, |_, r: f64| r.to_bits()).await
+    }
+}
