@@ -1,15 +1,15 @@
 """The `codecell` module seen by guest code: ls, read, call_tool and ToolError.
 
-These wrap the three host imports, the only way out of the sandbox. Errors from the host come back
-as ordinary Python exceptions so that snippets can catch them.
+These wrap the three host imports, the only way out of the sandbox; each guest's
+`_codecell_binding` reaches them and returns `(True, value)` or `(False, the host's message)`.
+Errors from the host become ordinary Python exceptions so that snippets can catch them.
 """
 
 import json
 import sys
 import types
 
-from componentize_py_types import Err
-from wit_world.imports import host
+import _codecell_binding as _binding
 
 
 class ToolError(Exception):
@@ -30,20 +30,20 @@ def ls(path: str = "tools/") -> list:
     """Lists a directory of the tool tree; directories end with '/'."""
     if not isinstance(path, str):
         raise TypeError("ls() path must be a str, not " + type(path).__name__)
-    try:
-        return list(host.ls(path))
-    except Err as e:
-        raise FileNotFoundError(e.value) from None
+    ok, value = _binding.ls(path)
+    if not ok:
+        raise FileNotFoundError(value) from None
+    return list(value)
 
 
 def read(path: str) -> str:
     """Reads a file of the tool tree, e.g. read('tools/__index__.md')."""
     if not isinstance(path, str):
         raise TypeError("read() path must be a str, not " + type(path).__name__)
-    try:
-        return host.read(path)
-    except Err as e:
-        raise FileNotFoundError(e.value) from None
+    ok, value = _binding.read(path)
+    if not ok:
+        raise FileNotFoundError(value) from None
+    return value
 
 
 def call_tool(category: str, name: str, /, **kwargs):
@@ -54,11 +54,10 @@ def call_tool(category: str, name: str, /, **kwargs):
         args_json = _ENCODE_ARGS(kwargs)
     except (TypeError, ValueError) as e:
         raise ToolError("arguments of " + category + "/" + name + " are not JSON: " + str(e)) from None
-    try:
-        result = host.call_tool(category, name, args_json)
-    except Err as e:
-        raise ToolError(e.value) from None
-    return _DECODE_RESULT(result)
+    ok, value = _binding.call_tool(category, name, args_json)
+    if not ok:
+        raise ToolError(value) from None
+    return _DECODE_RESULT(value)
 
 
 def install() -> types.ModuleType:

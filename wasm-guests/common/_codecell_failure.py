@@ -1,7 +1,8 @@
-"""Turns any exception into the `failure` record the host expects, as a (kind, message, traceback) tuple.
+"""Turns any exception into the `failure` the host expects, as a (kind, message, traceback) tuple.
 
-The RustPython twin of ../../cpython/failure.py. Only frames of the user's code are kept in the
-traceback: the guest's own frames tell a model nothing and would leak the guest's layout.
+Shared by both guests; each guest's `_codecell_binding` makes the export's result of the tuple.
+Only frames of the user's code are kept in the traceback: the guest's own frames tell a model
+nothing and would leak the guest's layout.
 """
 
 import traceback
@@ -9,6 +10,9 @@ import traceback
 USER_FILENAMES = ("<snippet>", "<tool>")
 MAX_MESSAGE = 4096
 MAX_TRACEBACK = 8192
+
+# What a failure that cannot even be described becomes, e.g. on a MemoryError while formatting.
+LAST_RESORT = ("MemoryError", "", "")
 
 
 def _is_user_file(name: str) -> bool:
@@ -43,5 +47,4 @@ def to_failure(exc: BaseException) -> tuple:
             text = kind + ": " + message
         return (kind, _clip(message, MAX_MESSAGE), _clip(text, MAX_TRACEBACK))
     except BaseException:
-        # Last resort, e.g. MemoryError while formatting.
-        return ("MemoryError", "", "")
+        return LAST_RESORT

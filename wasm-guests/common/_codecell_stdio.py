@@ -1,48 +1,28 @@
 """Guest-side stdout/stderr: line-buffered and encoded in chunks.
 
-The RustPython twin of ../../cpython/stdio.py. Output reaches the host promptly (each line, so
-nothing is lost when a run is stopped), and printing a huge string never needs a second, encoded
-copy of all of it. The bytes go out through `_codecell_host.write`, straight to the WASI stream.
+The host caps what it captures; this module only makes sure output reaches the host promptly
+(each line, so nothing is lost when a run is stopped) and that printing a huge string never
+needs a second, encoded copy of it: in the CPython guest a 100 MB print under a 128 MiB memory
+cap reaches the output cap instead of the memory cap. The bytes go out through
+`_codecell_binding.write`, which also supplies the streams' `.buffer` and installs them.
 """
 
 import io
-import sys
 
-import _codecell_host as _host
+import _codecell_binding as _binding
 
 CHUNK = 64 * 1024
-
-
-class _RawBuffer:
-    """`sys.stdout.buffer`: code that writes bytes still reaches the same descriptor."""
-
-    def __init__(self, fd):
-        self._fd = fd
-
-    def write(self, data):
-        data = bytes(data)
-        if not _host.write(self._fd, data):
-            raise OSError("the output stream is closed")
-        return len(data)
-
-    def flush(self):
-        pass
-
-    def writable(self):
-        return True
-
-    def fileno(self):
-        return self._fd
 
 
 class ChunkedWriter(io.TextIOBase):
     """A text stream over a file descriptor that flushes on newline and encodes in 64 KiB chunks."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int, buffer):
         self._fd = fd
         self._pending = []
         self._size = 0
-        self.buffer = _RawBuffer(fd)
+        # Code that writes bytes (`sys.stdout.buffer.write`) still reaches the same descriptor.
+        self.buffer = buffer
 
     @property
     def encoding(self):
@@ -76,6 +56,7 @@ class ChunkedWriter(io.TextIOBase):
         return len(s)
 
     def flush(self):
+        self.buffer.flush()
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
@@ -83,11 +64,12 @@ class ChunkedWriter(io.TextIOBase):
             self._emit(text)
 
     def _emit(self, text):
-        if not _host.write(self._fd, text.encode("utf-8", "backslashreplace")):
+        if not _binding.write(self._fd, text.encode("utf-8", "backslashreplace")):
             raise OSError("the output stream is closed")
 
 
 def install() -> None:
-    """Replaces sys.stdout and sys.stderr (done once, at start-up)."""
-    sys.stdout = sys.__stdout__ = ChunkedWriter(1)
-    sys.stderr = sys.__stderr__ = ChunkedWriter(2)
+    """Replaces sys.stdout and sys.stderr (done once, before any snapshot is taken)."""
+    stdout = ChunkedWriter(1, _binding.byte_buffer(1))
+    stderr = ChunkedWriter(2, _binding.byte_buffer(2))
+    _binding.set_std_streams(stdout, stderr)

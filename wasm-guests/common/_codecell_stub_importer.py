@@ -1,7 +1,8 @@
 """Makes the tool stubs importable: `from tools.weather import forecast`.
 
 `tools` and `tools.<category>` are packages backed by directories of the virtual tree, and
-`tools.<category>.<tool>` is the stub's source read through the host. Nothing touches a filesystem.
+`tools.<category>.<tool>` is the stub's source read through the host (`_codecell_binding`).
+Nothing touches a filesystem.
 """
 
 import importlib
@@ -9,8 +10,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 
-from componentize_py_types import Err
-from wit_world.imports import host
+import _codecell_binding as _binding
 
 
 class _Loader(importlib.abc.Loader):
@@ -36,7 +36,10 @@ def _export_tools(package, directory):
     Each stub `<tool>.py` defines a function named `<tool>`; after importing the submodule
     (which binds the module as a package attribute) the function replaces it.
     """
-    for entry in host.ls(directory):
+    ok, entries = _binding.ls(directory)
+    if not ok:
+        raise ImportError(entries)
+    for entry in entries:
         if entry.endswith(".py"):
             name = entry[:-3]
             submodule = importlib.import_module(package.__name__ + "." + name)
@@ -52,17 +55,15 @@ class ToolsFinder(importlib.abc.MetaPathFinder):
             return None
         if len(parts) < 3:
             directory = "/".join(parts) + "/"
-            try:
-                host.ls(directory)
-            except Err:
+            ok, _ = _binding.ls(directory)
+            if not ok:
                 return None
             spec = importlib.machinery.ModuleSpec(fullname, _Loader(None, directory), is_package=True)
             spec.submodule_search_locations = []
             return spec
         file = "/".join(parts) + ".py"
-        try:
-            source = host.read(file)
-        except Err:
+        ok, source = _binding.read(file)
+        if not ok:
             return None
         return importlib.machinery.ModuleSpec(fullname, _Loader(source), origin=file)
 

@@ -1,10 +1,13 @@
-"""Stdlib modules loaded at start-up, the same list as ../../cpython/preload.py.
+"""Stdlib modules imported once, before any run: the same list for both guests.
 
-The stdlib is frozen into the guest, so every module is importable at run time anyway; importing
-these once when the VM is built (and, pre-initialised, at build time) keeps a snippet's first
+CPython (componentize-py) snapshots the interpreter after `app` is imported, and only modules
+imported by then exist at run time (there is no filesystem to load others from), so everything
+tool code commonly uses is imported here, at build time; its `app` refuses to build when one
+fails. RustPython freezes its whole stdlib in, so every module is importable at run time anyway;
+importing these when the VM is built (and, pre-initialised, at build time) keeps a snippet's first
 `import json` from paying for it. Modules that reach the OS (socket, subprocess, ctypes) are
-deliberately absent. A module RustPython cannot import is recorded in MISSING rather than
-stopping the guest from starting: a snippet that imports it gets the ImportError itself.
+deliberately absent. A module that cannot be imported is recorded in MISSING rather than stopping
+the import of this module: in RustPython a snippet that imports it gets the ImportError itself.
 """
 
 import importlib

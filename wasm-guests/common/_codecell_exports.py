@@ -1,0 +1,90 @@
+"""The body of the `sandbox` world's exports, shared by both guests.
+
+Importing this module sets the guest up: the stdlib preload, the `codecell` module, the stub
+importer and the chunked stdio. Each guest's entry (`app` for componentize-py, `_codecell_app`
+for RustPython) imports it once, before any snapshot, and hands `run_snippet` and `run_tool` to
+its runtime as they are: wrapping them would put one more frame under the user's code, which
+the recursion limit counts.
+
+Everything that differs between the guests is in the module `_codecell_binding` each provides
+(../cpython/_codecell_binding.py, ../rustpython/py/_codecell_binding.py), with these names:
+
+- `ls(path)`, `read(path)`, `call_tool(category, name, args_json)`: the WIT host imports, giving
+  `(True, value)` or `(False, the host's error message)`;
+- `write(fd, data)`: writes all of `data` (bytes) to fd 1 or 2; true if the stream took it;
+- `byte_buffer(fd)`: the `.buffer` of the new sys.stdout (fd 1) or sys.stderr (fd 2);
+- `set_std_streams(stdout, stderr)`: installs them;
+- `recursion_limit(options)`: the limit out of what the runtime passes as `options`;
+- `snippet_result(failure)`, `tool_result(ok, value)`: what the export gives its runtime, from
+  None or a failure, and from (True, canonical JSON) or (False, failure); a failure is the
+  `(kind, message, traceback)` tuple of _codecell_failure.
+
+Each run happens in a fresh instance, so nothing a run does survives it. Every exception is
+caught here: one escaping would trap the instance (CPython) or lose the user's traceback.
+"""
+
+import builtins
+import random
+import sys
+
+import _codecell_api
+import _codecell_binding as _binding
+import _codecell_preload  # noqa: F401  (stdlib modules must be imported before the snapshot)
+import _codecell_stdio
+import _codecell_stub_importer
+import restricted
+from _codecell_failure import to_failure
+
+CODECELL = _codecell_api.install()
+_codecell_stub_importer.install()
+_codecell_stdio.install()
+
+
+def _prepare(options) -> None:
+    # The snapshot fixed the generator's state at build time: every run must draw new numbers.
+    random.seed()
+    sys.setrecursionlimit(max(50, int(_binding.recursion_limit(options))))
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _snippet_globals() -> dict:
+    return {
+        "__name__": "__main__",
+        "__builtins__": builtins,
+        "ls": CODECELL.ls,
+        "read": CODECELL.read,
+        "call_tool": CODECELL.call_tool,
+        "ToolError": CODECELL.ToolError,
+    }
+
+
+def run_snippet(code, options):
+    """Runs a snippet; its failure, if any, is the (kind, message, traceback) of the exception."""
+    failure = None
+    try:
+        _prepare(options)
+        exec(compile(code, "<snippet>", "exec"), _snippet_globals())
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            failure = to_failure(e)
+    except BaseException as e:
+        failure = to_failure(e)
+    _flush()
+    return _binding.snippet_result(failure)
+
+
+def run_tool(source, imports, args_json, options):
+    """Runs a dynamic tool's `execute(args)`; gives canonical JSON or the failure."""
+    try:
+        _prepare(options)
+        outcome = (True, restricted.run_tool(source, imports, args_json))
+    except BaseException as e:
+        outcome = (False, to_failure(e))
+    return _binding.tool_result(*outcome)

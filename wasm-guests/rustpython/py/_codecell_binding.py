@@ -1,0 +1,55 @@
+"""The RustPython guest's binding: what ../../common/ needs from this guest.
+
+The names are listed in ../../common/_codecell_exports.py. The native module `_codecell_host`
+(src/native.rs) gives most of them as they are: its `ls`, `read` and `call_tool` already return
+`(True, value)` / `(False, message)`, and `write(fd, bytes)` goes straight to the WASI stream.
+RustPython's own stdio objects are not used at all. src/lib.rs passes the recursion limit as an
+int and reads a failure as the `(kind, message, traceback)` tuple itself.
+"""
+
+import sys
+
+from _codecell_host import call_tool, ls, read, write  # noqa: F401  (the binding's interface)
+
+
+class _RawBuffer:
+    """`sys.stdout.buffer`: code that writes bytes still reaches the same descriptor."""
+
+    def __init__(self, fd):
+        self._fd = fd
+
+    def write(self, data):
+        data = bytes(data)
+        if not write(self._fd, data):
+            raise OSError("the output stream is closed")
+        return len(data)
+
+    def flush(self):
+        pass
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._fd
+
+
+def byte_buffer(fd):
+    return _RawBuffer(fd)
+
+
+def set_std_streams(stdout, stderr):
+    sys.stdout = sys.__stdout__ = stdout
+    sys.stderr = sys.__stderr__ = stderr
+
+
+def recursion_limit(options):
+    return options
+
+
+def snippet_result(failure):
+    return failure
+
+
+def tool_result(ok, value):
+    return (ok, value)
