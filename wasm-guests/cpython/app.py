@@ -5,6 +5,7 @@ fresh instance made from that snapshot. The exports' body is shared with the Rus
 (../common/_codecell_exports.py); `_codecell_binding` adapts it to componentize-py.
 """
 
+import gc
 import sys
 
 import _codecell_exports
@@ -27,3 +28,7 @@ class WitWorld(wit_world.WitWorld):
     def python_version(self):
         return sys.version.split()[0]
 
+
+# Snapshot an empty young generation: otherwise when the first collection of a run comes (and what
+# it costs in fuel) depends on how many objects the start-up happened to leave pending.
+gc.collect()
