@@ -1,8 +1,9 @@
 //! `_codecell_host`: the WIT imports as a native Python module.
 //!
-//! `ls`, `read` and `call_tool` return `(True, value)` or `(False, message)`; the Python half
-//! (py/_codecell_api.py) turns the latter into FileNotFoundError or ToolError. `write` sends bytes
-//! to the WASI stdout/stderr, which the host captures and bounds.
+//! `ls`, `read` and `call_tool` return `(True, value)` or `(False, message)`, the shape the
+//! shared Python (../common/_codecell_api.py, through py/_codecell_binding.py) expects; it turns
+//! the latter into FileNotFoundError or ToolError. `write` sends bytes to the WASI stdout/stderr,
+//! which the host captures and bounds.
 
 #[rustpython_vm::pymodule]
 pub(crate) mod _codecell_host {
