@@ -24,6 +24,7 @@ caught here: one escaping would trap the instance (CPython) or lose the user's t
 """
 
 import builtins
+import os
 import random
 import sys
 
@@ -42,7 +43,9 @@ _codecell_stdio.install()
 
 def _prepare(options) -> None:
     # The snapshot fixed the generator's state at build time: every run must draw new numbers.
-    random.seed()
+    # Seed from os.urandom (WASI random, fresh per run) rather than `random.seed()`: RustPython
+    # seeds from a Rust thread-local generator whose state is itself part of the snapshot.
+    random.seed(int.from_bytes(os.urandom(32), "big"))
     sys.setrecursionlimit(max(50, int(_binding.recursion_limit(options))))
 
 
