@@ -7,67 +7,68 @@ use codecell::{
 use codecell_tests::{engine, fixture, run};
 use serde_json::json;
 
-#[tokio::test]
-async fn demo_snippet_lists_reads_and_calls_tools() {
-    let code = std::fs::read_to_string(fixture("snippets/demo.py")).unwrap();
-    let outcome = run(&code).await;
-    assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
-    assert!(
-        outcome
-            .stdout
-            .contains("categories: ['__index__.md', 'text/', 'units/']"),
-        "{}",
-        outcome.stdout
-    );
-    assert!(outcome.stdout.contains("convert"), "{}", outcome.stdout);
-    assert!(
-        outcome.stdout.contains("100 C = 212.0 F"),
-        "{}",
-        outcome.stdout
-    );
-    assert!(
-        outcome.stdout.contains("a marathon is 26.22 miles"),
-        "{}",
-        outcome.stdout
-    );
-    assert!(
-        outcome.stdout.contains("words: 12 sentences: 3"),
-        "{}",
-        outcome.stdout
-    );
-    assert_eq!(outcome.tool_calls.len(), 3);
-    assert!(outcome.tool_calls.iter().all(|c| c.ok));
-    assert_eq!(outcome.tool_calls[0].category, "units");
-}
+codecell_tests::for_each_guest! {
+    #[tokio::test]
+    async fn demo_snippet_lists_reads_and_calls_tools() {
+        let code = std::fs::read_to_string(fixture("snippets/demo.py")).unwrap();
+        let outcome = run(GUEST, &code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert!(
+            outcome
+                .stdout
+                .contains("categories: ['__index__.md', 'text/', 'units/']"),
+            "{}",
+            outcome.stdout
+        );
+        assert!(outcome.stdout.contains("convert"), "{}", outcome.stdout);
+        assert!(
+            outcome.stdout.contains("100 C = 212.0 F"),
+            "{}",
+            outcome.stdout
+        );
+        assert!(
+            outcome.stdout.contains("a marathon is 26.22 miles"),
+            "{}",
+            outcome.stdout
+        );
+        assert!(
+            outcome.stdout.contains("words: 12 sentences: 3"),
+            "{}",
+            outcome.stdout
+        );
+        assert_eq!(outcome.tool_calls.len(), 3);
+        assert!(outcome.tool_calls.iter().all(|c| c.ok));
+        assert_eq!(outcome.tool_calls[0].category, "units");
+    }
 
-#[tokio::test]
-async fn tool_errors_are_catchable_exceptions() {
-    let code = std::fs::read_to_string(fixture("snippets/errors.py")).unwrap();
-    let outcome = run(&code).await;
-    assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
-    assert!(outcome.stdout.contains("refused:"), "{}", outcome.stdout);
-    assert!(outcome.stdout.contains("unknown:"), "{}", outcome.stdout);
-    assert_eq!(outcome.tool_calls.len(), 2);
-    assert!(outcome.tool_calls.iter().all(|c| !c.ok));
-}
+    #[tokio::test]
+    async fn tool_errors_are_catchable_exceptions() {
+        let code = std::fs::read_to_string(fixture("snippets/errors.py")).unwrap();
+        let outcome = run(GUEST, &code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert!(outcome.stdout.contains("refused:"), "{}", outcome.stdout);
+        assert!(outcome.stdout.contains("unknown:"), "{}", outcome.stdout);
+        assert_eq!(outcome.tool_calls.len(), 2);
+        assert!(outcome.tool_calls.iter().all(|c| !c.ok));
+    }
 
-#[tokio::test]
-async fn uncaught_tool_error_is_an_error_with_traceback() {
-    let outcome = run("call_tool('units', 'convert', value=1)").await;
-    assert_eq!(outcome.status, Status::Error);
-    let error = outcome.error.expect("error");
-    assert_eq!(error.kind, "ToolError");
-    assert!(error.traceback.contains("<snippet>"), "{}", error.traceback);
-    assert!(
-        !error.traceback.contains("sandbox_api"),
-        "guest internals leak: {}",
-        error.traceback
-    );
-}
+    #[tokio::test]
+    async fn uncaught_tool_error_is_an_error_with_traceback() {
+        let outcome = run(GUEST, "call_tool('units', 'convert', value=1)").await;
+        assert_eq!(outcome.status, Status::Error);
+        let error = outcome.error.expect("error");
+        assert_eq!(error.kind, "ToolError");
+        assert!(error.traceback.contains("<snippet>"), "{}", error.traceback);
+        assert!(
+            !error.traceback.contains("_codecell"),
+            "guest internals leak: {}",
+            error.traceback
+        );
+    }
 
-#[tokio::test]
-async fn stubs_are_importable_and_typed() {
-    let code = r#"
+    #[tokio::test]
+    async fn stubs_are_importable_and_typed() {
+        let code = r#"
 import tools.text
 from tools.text import top_words, stats
 import inspect
@@ -75,105 +76,106 @@ print(inspect.signature(top_words))
 print(top_words("b a b c b a", limit=2))
 print(stats.__doc__.splitlines()[0])
 "#;
-    let outcome = run(code).await;
-    assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
-    let lines: Vec<&str> = outcome.stdout.lines().collect();
-    assert!(
-        lines[0].contains("text: str") && lines[0].contains("limit: int = 5"),
-        "{}",
-        lines[0]
-    );
-    // Results cross the host as JSON objects with sorted keys.
-    assert_eq!(
-        lines[1],
-        "{'words': [{'count': 3, 'word': 'b'}, {'count': 2, 'word': 'a'}]}"
-    );
-    assert!(lines[2].contains("Count characters"), "{}", lines[2]);
-}
-
-#[tokio::test]
-async fn arguments_are_checked_against_the_schema_before_the_handler() {
-    let outcome =
-        run("call_tool('units', 'convert', value=1, from_unit='C', to_unit='parsec')").await;
-    assert_eq!(outcome.status, Status::Error);
-    let error = outcome.error.unwrap();
-    assert_eq!(error.kind, "ToolError");
-    assert!(error.message.contains("parsec"), "{}", error.message);
-}
-
-#[tokio::test]
-async fn each_run_is_fresh() {
-    let first = run("import json\njson.marker = 1\nx = 41\nprint('set')").await;
-    assert_eq!(first.status, Status::Ok);
-    let second = run("import json\nprint(hasattr(json, 'marker'), 'x' in globals())").await;
-    assert_eq!(second.stdout.trim(), "False False");
-}
-
-#[tokio::test]
-async fn random_is_reseeded_per_run() {
-    let a = run("import random; print(random.random())").await;
-    let b = run("import random; print(random.random())").await;
-    assert_eq!(a.status, Status::Ok);
-    assert_ne!(a.stdout, b.stdout, "two runs drew the same random number");
-}
-
-#[tokio::test]
-async fn closure_handlers_sync_and_async_through_the_facade() {
-    let add = ToolDefinition {
-        category: "math".into(),
-        spec: ToolSpec::new(
-            "add",
-            "Add two integers.",
-            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
-        ),
-        handler: handler_fn(|args| {
-            Ok(json!(
-                args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
-            ))
-        }),
-    };
-    let slow_echo = ToolDefinition {
-        category: "misc".into(),
-        spec: ToolSpec::new(
-            "echo",
-            "Echo after a short wait.",
-            json!({"type": "object"}),
-        ),
-        handler: async_handler_fn(|args| async move {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-            Ok::<_, HandlerError>(args)
-        }),
-    };
-    let mode: CodeMode =
-        code_mode_from_tools(engine(), vec![add, slow_echo], |c| format!("{c} tools")).unwrap();
-    let outcome = mode
-        .execute_code(
-            "print(call_tool('math', 'add', a=2, b=40), call_tool('misc', 'echo', k=[1, 2]))",
-        )
-        .await
-        .unwrap();
-    assert_eq!(outcome.stdout.trim(), "42 {'k': [1, 2]}", "{outcome:#?}");
-    let prompt = mode.system_prompt();
-    assert!(prompt.contains("`math`: math tools (1 tools)"), "{prompt}");
-    assert!(prompt.contains("call_tool"));
-    assert_eq!(
-        CodeMode::render_for_model(&outcome).trim(),
-        "42 {'k': [1, 2]}"
-    );
-}
-
-#[tokio::test]
-async fn many_runs_proceed_concurrently() {
-    let mut handles = Vec::new();
-    for i in 0..8 {
-        handles.push(tokio::spawn(async move {
-            let outcome = run(&format!("print(sum(range({i} * 1000)))")).await;
-            (i, outcome)
-        }));
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        let lines: Vec<&str> = outcome.stdout.lines().collect();
+        assert!(
+            lines[0].contains("text: str") && lines[0].contains("limit: int = 5"),
+            "{}",
+            lines[0]
+        );
+        // Results cross the host as JSON objects with sorted keys.
+        assert_eq!(
+            lines[1],
+            "{'words': [{'count': 3, 'word': 'b'}, {'count': 2, 'word': 'a'}]}"
+        );
+        assert!(lines[2].contains("Count characters"), "{}", lines[2]);
     }
-    for h in handles {
-        let (i, outcome) = h.await.unwrap();
-        let expected: u64 = (0..(i * 1000) as u64).sum();
-        assert_eq!(outcome.stdout.trim(), expected.to_string());
+
+    #[tokio::test]
+    async fn arguments_are_checked_against_the_schema_before_the_handler() {
+        let outcome =
+            run(GUEST, "call_tool('units', 'convert', value=1, from_unit='C', to_unit='parsec')").await;
+        assert_eq!(outcome.status, Status::Error);
+        let error = outcome.error.unwrap();
+        assert_eq!(error.kind, "ToolError");
+        assert!(error.message.contains("parsec"), "{}", error.message);
+    }
+
+    #[tokio::test]
+    async fn each_run_is_fresh() {
+        let first = run(GUEST, "import json\njson.marker = 1\nx = 41\nprint('set')").await;
+        assert_eq!(first.status, Status::Ok);
+        let second = run(GUEST, "import json\nprint(hasattr(json, 'marker'), 'x' in globals())").await;
+        assert_eq!(second.stdout.trim(), "False False");
+    }
+
+    #[tokio::test]
+    async fn random_is_reseeded_per_run() {
+        let a = run(GUEST, "import random; print(random.random())").await;
+        let b = run(GUEST, "import random; print(random.random())").await;
+        assert_eq!(a.status, Status::Ok);
+        assert_ne!(a.stdout, b.stdout, "two runs drew the same random number");
+    }
+
+    #[tokio::test]
+    async fn closure_handlers_sync_and_async_through_the_facade() {
+        let add = ToolDefinition {
+            category: "math".into(),
+            spec: ToolSpec::new(
+                "add",
+                "Add two integers.",
+                json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
+            ),
+            handler: handler_fn(|args| {
+                Ok(json!(
+                    args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
+                ))
+            }),
+        };
+        let slow_echo = ToolDefinition {
+            category: "misc".into(),
+            spec: ToolSpec::new(
+                "echo",
+                "Echo after a short wait.",
+                json!({"type": "object"}),
+            ),
+            handler: async_handler_fn(|args| async move {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                Ok::<_, HandlerError>(args)
+            }),
+        };
+        let mode: CodeMode =
+            code_mode_from_tools(engine(GUEST), vec![add, slow_echo], |c| format!("{c} tools")).unwrap();
+        let outcome = mode
+            .execute_code(
+                "print(call_tool('math', 'add', a=2, b=40), call_tool('misc', 'echo', k=[1, 2]))",
+            )
+            .await
+            .unwrap();
+        assert_eq!(outcome.stdout.trim(), "42 {'k': [1, 2]}", "{outcome:#?}");
+        let prompt = mode.system_prompt();
+        assert!(prompt.contains("`math`: math tools (1 tools)"), "{prompt}");
+        assert!(prompt.contains("call_tool"));
+        assert_eq!(
+            CodeMode::render_for_model(&outcome).trim(),
+            "42 {'k': [1, 2]}"
+        );
+    }
+
+    #[tokio::test]
+    async fn many_runs_proceed_concurrently() {
+        let mut handles = Vec::new();
+        for i in 0..8 {
+            handles.push(tokio::spawn(async move {
+                let outcome = run(GUEST, &format!("print(sum(range({i} * 1000)))")).await;
+                (i, outcome)
+            }));
+        }
+        for h in handles {
+            let (i, outcome) = h.await.unwrap();
+            let expected: u64 = (0..(i * 1000) as u64).sum();
+            assert_eq!(outcome.stdout.trim(), expected.to_string());
+        }
     }
 }

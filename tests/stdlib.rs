@@ -3,9 +3,10 @@
 use codecell::Status;
 use codecell_tests::run;
 
-#[tokio::test]
-async fn common_modules_import_and_work() {
-    let code = r#"
+codecell_tests::for_each_guest! {
+    #[tokio::test]
+    async fn common_modules_import_and_work() {
+        let code = r#"
 import json, re, datetime, collections, math, itertools, functools, statistics, decimal
 import fractions, random, hashlib, csv, string, heapq, bisect, base64, struct, textwrap
 import dataclasses, typing, enum, io, uuid, zlib, copy, operator, unicodedata, difflib
@@ -39,14 +40,14 @@ bad = [k for k, ok in checks.items() if not ok]
 print("bad:", bad)
 print(len(checks))
 "#;
-    let outcome = run(code).await;
-    assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
-    assert_eq!(outcome.stdout, "bad: []\n24\n");
-}
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.stdout, "bad: []\n24\n");
+    }
 
-#[tokio::test]
-async fn classes_generators_and_exceptions_work() {
-    let code = r#"
+    #[tokio::test]
+    async fn classes_generators_and_exceptions_work() {
+        let code = r#"
 from dataclasses import dataclass
 @dataclass
 class Point:
@@ -66,15 +67,16 @@ except Oops as e:
     print("caught", e)
 print(f"{3.14159:.2f} {'x':>3}")
 "#;
-    let outcome = run(code).await;
-    assert_eq!(outcome.stdout, "28\ncaught x\n3.14   x\n", "{outcome:#?}");
-}
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.stdout, "28\ncaught x\n3.14   x\n", "{outcome:#?}");
+    }
 
-#[tokio::test]
-async fn syntax_errors_are_reported_with_position() {
-    let outcome = run("def broken(:\n    pass").await;
-    assert_eq!(outcome.status, Status::Error);
-    let error = outcome.error.unwrap();
-    assert_eq!(error.kind, "SyntaxError");
-    assert!(error.traceback.contains("line 1"), "{}", error.traceback);
+    #[tokio::test]
+    async fn syntax_errors_are_reported_with_position() {
+        let outcome = run(GUEST, "def broken(:\n    pass").await;
+        assert_eq!(outcome.status, Status::Error);
+        let error = outcome.error.unwrap();
+        assert_eq!(error.kind, "SyntaxError");
+        assert!(error.traceback.contains("line 1"), "{}", error.traceback);
+    }
 }

@@ -1,6 +1,6 @@
 //! Shared helpers for the integration tests and benchmarks: one engine per process, fixture paths.
 
-use codecell::{Catalog, Engine, Limits, Outcome};
+use codecell::{ALL_GUESTS, BUILD_COMMAND, Catalog, Engine, GuestKind, Limits, Outcome};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -14,17 +14,43 @@ pub fn fixture(rel: &str) -> PathBuf {
     root().join("fixtures").join(rel)
 }
 
-/// The process-wide CPython engine; panics with the build command when the guest is not built.
-pub fn engine() -> Engine {
-    static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE
-        .get_or_init(|| match Engine::builder().build() {
+/// The process-wide engine for `guest`; panics with the build command when it is not built.
+pub fn engine(guest: GuestKind) -> Engine {
+    static ENGINES: [OnceLock<Engine>; ALL_GUESTS.len()] = [const { OnceLock::new() }; 2];
+    let slot = ALL_GUESTS
+        .iter()
+        .position(|g| *g == guest)
+        .expect("every guest is in ALL_GUESTS");
+    ENGINES[slot]
+        .get_or_init(|| match Engine::builder().guest(guest).build() {
             Ok(engine) => engine,
             Err(e) => panic!(
-                "{e}\n(the integration tests need the guest: run `python3 wasm-guests/build.py`)"
+                "{e}\n(the integration tests run on every guest: build them with `{BUILD_COMMAND}`)"
             ),
         })
         .clone()
+}
+
+/// Expands the test items once per guest, in modules `cpython` and `rustpython`, each with a
+/// `GUEST` constant, so every test runs (and is reported) on both interpreters.
+#[macro_export]
+macro_rules! for_each_guest {
+    ($($item:item)*) => {
+        mod cpython {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            const GUEST: codecell::GuestKind = codecell::GuestKind::CPython;
+            $($item)*
+        }
+        mod rustpython {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(dead_code)]
+            const GUEST: codecell::GuestKind = codecell::GuestKind::RustPython;
+            $($item)*
+        }
+    };
 }
 
 /// The demo catalog from `fixtures/demo/catalog.json`.
@@ -37,15 +63,15 @@ pub fn demo_catalog() -> Arc<Catalog> {
         .clone()
 }
 
-/// Runs `code` against the demo catalog with `limits`.
-pub async fn run_with(code: &str, limits: &Limits) -> Outcome {
-    engine()
+/// Runs `code` on `guest` against the demo catalog with `limits`.
+pub async fn run_with(guest: GuestKind, code: &str, limits: &Limits) -> Outcome {
+    engine(guest)
         .run_snippet(code, Some(demo_catalog()), limits)
         .await
         .expect("the host itself does not fail")
 }
 
-/// Runs `code` against the demo catalog with default limits.
-pub async fn run(code: &str) -> Outcome {
-    run_with(code, &Limits::default()).await
+/// Runs `code` on `guest` against the demo catalog with default limits.
+pub async fn run(guest: GuestKind, code: &str) -> Outcome {
+    run_with(guest, code, &Limits::default()).await
 }

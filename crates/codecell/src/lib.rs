@@ -31,6 +31,6 @@ pub use codecell_catalog::{
     Catalog, CatalogBuilder, Handler, HandlerError, ToolSpec, async_handler_fn, handler_fn,
 };
 pub use codecell_engine::{
-    ALL_GUESTS, Engine, EngineBuilder, EngineError, GuestError, GuestKind, LimitKind, Limits,
-    Outcome, Status, ToolCallRecord,
+    ALL_GUESTS, BUILD_COMMAND, Engine, EngineBuilder, EngineError, GuestError, GuestKind,
+    LimitKind, Limits, Outcome, Status, ToolCallRecord,
 };

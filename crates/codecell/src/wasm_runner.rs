@@ -8,7 +8,7 @@ use codecell_manifest::manifest::{MAX_INPUT_CHARS, MAX_OUTPUT_CHARS};
 use codecell_manifest::{Manifest, RunError, RunFuture, ToolRunner, canonical};
 use serde_json::{Value, json};
 
-/// The guest's own output check raises this (see `wasm-guests/cpython/restricted.py`); it is a
+/// The guest's own output check raises this (see `wasm-guests/common/restricted.py`); it is a
 /// limit, not a bug in the tool, so it is reported as one.
 const GUEST_OUTPUT_LIMIT_PREFIX: &str = "dynamic tool output exceeds";
 
