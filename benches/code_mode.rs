@@ -1,9 +1,13 @@
-//! Code-mode benchmarks: a fresh run, one `call_tool` round trip, and a loop against native python3.
+//! Code-mode benchmarks, every guest side by side in one run: a fresh run, one `call_tool` round
+//! trip, and a loop against native python3.
 //!
-//! `cargo bench --bench code_mode`. The loop ratio (guest / native python3) is printed at the end,
-//! from medians measured in the same run.
+//! `cargo bench --bench code_mode`. Bench ids end in the guest's name (`…/cpython`,
+//! `…/rustpython`). The loop ratios (guest / native python3) are printed at the end, from medians
+//! measured in the same run.
 
-use codecell::{Catalog, Engine, Limits, ToolSpec, handler_fn};
+use codecell::{
+    ALL_GUESTS, BUILD_COMMAND, Catalog, Engine, GuestKind, Limits, ToolSpec, handler_fn,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::process::Command;
@@ -14,10 +18,11 @@ use std::time::Duration;
 const LOOP_BODY: &str = "x = _ * 2";
 const LOOP: &str = "for _ in range(1_000_000):\n    x = _ * 2\n";
 
-fn engine() -> Engine {
+fn engine(guest: GuestKind) -> Engine {
     Engine::builder()
+        .guest(guest)
         .build()
-        .expect("guest built: run `python3 wasm-guests/build.py`")
+        .unwrap_or_else(|e| panic!("{e} (build the guests with `{BUILD_COMMAND}`)"))
 }
 
 fn echo_catalog() -> Arc<Catalog> {
@@ -83,47 +88,51 @@ fn benches(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let engine = engine();
+    let engines: Vec<(GuestKind, Engine)> = ALL_GUESTS.iter().map(|g| (*g, engine(*g))).collect();
     let catalog = echo_catalog();
     let limits = Limits::default();
+    let long = Limits {
+        deadline: Duration::from_secs(600),
+        fuel: u64::MAX / 2,
+        ..Limits::default()
+    };
 
-    c.bench_function("fresh_run_print_1_plus_1", |b| {
-        b.iter(|| {
-            rt.block_on(engine.run_snippet("print(1+1)", None, &limits))
-                .unwrap()
-        })
-    });
+    let mut group = c.benchmark_group("fresh_run_print_1_plus_1");
+    for (guest, engine) in &engines {
+        group.bench_function(guest.name(), |b| {
+            b.iter(|| {
+                rt.block_on(engine.run_snippet("print(1+1)", None, &limits))
+                    .unwrap()
+            })
+        });
+    }
+    group.finish();
 
-    c.bench_function("call_tool_round_trip", |b| {
-        b.iter_custom(|iters| {
-            guest_timed(
-                &rt,
-                &engine,
-                &catalog,
-                iters,
-                "call_tool('bench', 'echo', x=1)",
-            )
-        })
-    });
+    let mut group = c.benchmark_group("call_tool_round_trip");
+    for (guest, engine) in &engines {
+        group.bench_function(guest.name(), |b| {
+            b.iter_custom(|iters| {
+                guest_timed(
+                    &rt,
+                    engine,
+                    &catalog,
+                    iters,
+                    "call_tool('bench', 'echo', x=1)",
+                )
+            })
+        });
+    }
+    group.finish();
 
     let mut group = c.benchmark_group("loop_1e6");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(20));
-    group.bench_function("guest_cpython", |b| {
-        b.iter(|| {
-            rt.block_on(engine.run_snippet(
-                LOOP,
-                None,
-                &Limits {
-                    deadline: Duration::from_secs(60),
-                    fuel: u64::MAX / 2,
-                    ..Limits::default()
-                },
-            ))
-            .unwrap()
-        })
-    });
+    for (guest, engine) in &engines {
+        group.bench_function(format!("guest_{}", guest.name()), |b| {
+            b.iter(|| rt.block_on(engine.run_snippet(LOOP, None, &long)).unwrap())
+        });
+    }
     group.bench_function("native_python3", |b| {
         b.iter_custom(|iters| {
             (0..iters)
@@ -133,18 +142,20 @@ fn benches(c: &mut Criterion) {
     });
     group.finish();
 
-    // The ratio, from medians of the loop itself (timed inside each interpreter) in this run.
-    let guest: Vec<f64> = (0..7)
-        .map(|_| guest_timed(&rt, &engine, &catalog, 1_000_000, LOOP_BODY).as_secs_f64())
-        .collect();
-    let native: Vec<f64> = (0..7).map(|_| native_loop_seconds()).collect();
-    let (g, n) = (median(guest), median(native));
-    println!(
-        "loop_1e6 median: guest {:.1} ms, native python3 {:.1} ms, ratio {:.2}x",
-        g * 1e3,
-        n * 1e3,
-        g / n
-    );
+    // The ratios, from medians of the loop itself (timed inside each interpreter) in this run.
+    let native = median((0..7).map(|_| native_loop_seconds()).collect());
+    for (guest, engine) in &engines {
+        let timed: Vec<f64> = (0..7)
+            .map(|_| guest_timed(&rt, engine, &catalog, 1_000_000, LOOP_BODY).as_secs_f64())
+            .collect();
+        let g = median(timed);
+        println!(
+            "loop_1e6 median: {guest} {:.1} ms, native python3 {:.1} ms, ratio {:.2}x",
+            g * 1e3,
+            native * 1e3,
+            g / native
+        );
+    }
 }
 
 criterion_group!(code_mode, benches);
