@@ -19,6 +19,13 @@ MODULES = (
     "io", "itertools", "json", "keyword", "math", "numbers", "operator", "pprint", "random", "re",
     "secrets", "shlex", "statistics", "string", "struct", "textwrap", "time", "types", "typing",
     "unicodedata", "urllib.parse", "uuid", "weakref", "zlib",
+    # Loaded lazily by the stdlib, so missing at run time unless imported here: datetime.strptime
+    # needs _strptime, and str.encode/bytes.decode look codecs up in encodings.* by name.
+    "_strptime", "inspect", "encodings.ascii", "encodings.latin_1", "encodings.utf_8",
+    "encodings.utf_16", "encodings.utf_32", "encodings.iso8859_15", "encodings.utf_8_sig", "encodings.utf_16_le", "encodings.utf_16_be",
+    "encodings.utf_32_le", "encodings.utf_32_be", "encodings.cp1252", "encodings.cp437",
+    "encodings.idna", "encodings.punycode", "encodings.raw_unicode_escape",
+    "encodings.unicode_escape", "encodings.hex_codec", "encodings.base64_codec",
 )
 
 MISSING = {}

@@ -8,8 +8,16 @@ int and reads a failure as the `(kind, message, traceback)` tuple itself.
 """
 
 import sys
+import time
 
 from _codecell_host import call_tool, ls, read, write  # noqa: F401  (the binding's interface)
+
+
+# WASI has no time zones. CPython's WASI build says so with UTC values; RustPython's `time` lacks
+# the names altogether, which breaks datetime.strptime (_strptime reads time.tzname).
+for _name, _value in (("tzname", ("UTC", "UTC")), ("timezone", 0), ("altzone", 0), ("daylight", 0)):
+    if not hasattr(time, _name):
+        setattr(time, _name, _value)
 
 
 class _RawBuffer:

@@ -1,0 +1,120 @@
+//! The differential corpus (`fixtures/differential/*.py`): ordinary tool code run on native
+//! `python3` and on each guest, stdout compared.
+//!
+//! Every program must print on the CPython guest exactly what python3 prints. On RustPython it
+//! must too, unless its header says `# rustpython-differs: <why>`; such a program must then still
+//! differ, so the list of differences (README, "Known RustPython differences") stays true.
+
+use codecell::{GuestKind, Limits, Status};
+use codecell_tests::{engine, fixture};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The header that marks a known RustPython difference.
+const DIFFERS: &str = "# rustpython-differs:";
+
+/// The corpus, sorted by file name.
+fn programs() -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixture("differential"))
+        .expect("fixtures/differential exists")
+        .map(|e| e.expect("readable directory entry").path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "py")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().as_bytes()[0].is_ascii_digit())
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Native python3's stdout for every program, computed once per process (two at a time).
+fn native_outputs() -> &'static BTreeMap<PathBuf, String> {
+    static NATIVE: OnceLock<BTreeMap<PathBuf, String>> = OnceLock::new();
+    NATIVE.get_or_init(|| {
+        let paths = programs();
+        let mut out = BTreeMap::new();
+        for pair in paths.chunks(2) {
+            let handles: Vec<_> = pair
+                .iter()
+                .cloned()
+                .map(|p| std::thread::spawn(move || (p.clone(), native(&p))))
+                .collect();
+            for h in handles {
+                let (p, stdout) = h.join().expect("native runner thread");
+                out.insert(p, stdout);
+            }
+        }
+        out
+    })
+}
+
+fn native(path: &PathBuf) -> String {
+    let output = Command::new("python3")
+        .arg(path)
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONIOENCODING", "utf-8")
+        .output()
+        .unwrap_or_else(|e| panic!("python3 must be installed to run {}: {e}", path.display()));
+    assert!(
+        output.status.success(),
+        "native python3 failed on {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("python3 printed UTF-8")
+}
+
+codecell_tests::for_each_guest! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn corpus_agrees_with_native_python3() {
+        let paths = programs();
+        assert!(paths.len() >= 30, "the corpus has only {} programs", paths.len());
+        let limits = Limits {
+            deadline: Duration::from_secs(30),
+            ..Limits::default()
+        };
+        let engine = engine(GUEST);
+        let native = native_outputs();
+        let mut failures = Vec::new();
+        let mut listed = 0;
+        for path in &paths {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let source = std::fs::read_to_string(path).unwrap();
+            let expected = &native[path];
+            let outcome = engine
+                .run_snippet(&source, None, &limits)
+                .await
+                .expect("the host itself does not fail");
+            let same = outcome.status == Status::Ok && &outcome.stdout == expected;
+            let known = GUEST == GuestKind::RustPython && source.lines().any(|l| l.starts_with(DIFFERS));
+            listed += usize::from(known);
+            match (same, known) {
+                (true, false) | (false, true) => {}
+                (true, true) => failures.push(format!(
+                    "{name}: listed as a RustPython difference but now agrees with python3: remove its `{DIFFERS}` header and its README entry"
+                )),
+                (false, false) => failures.push(format!(
+                    "{name}: differs from python3\n--- python3\n{expected}--- {GUEST} ({:?}{})\n{}",
+                    outcome.status,
+                    outcome
+                        .error
+                        .as_ref()
+                        .map(|e| format!(": {}: {}", e.kind, e.message))
+                        .unwrap_or_default(),
+                    outcome.stdout
+                )),
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} programs broke the rule on {GUEST} ({listed} listed as known differences):\n{}",
+            failures.len(),
+            paths.len(),
+            failures.join("\n")
+        );
+    }
+}
