@@ -178,4 +178,30 @@ print(stats.__doc__.splitlines()[0])
             assert_eq!(outcome.stdout.trim(), expected.to_string());
         }
     }
+
+    /// With a pool of two instance slots, twelve concurrent runs queue for a slot instead of
+    /// failing, and each still gets a fresh instance (no state leaks through a reused slot).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn runs_beyond_the_pool_wait_for_a_slot() {
+        let engine = codecell::Engine::builder()
+            .guest(GUEST)
+            .max_concurrent_runs(2)
+            .build()
+            .expect("guest built");
+        let mut handles = Vec::new();
+        for i in 0..12 {
+            let engine = engine.clone();
+            handles.push(tokio::spawn(async move {
+                let code = format!("import json\nprint(hasattr(json, 'marker'), {i})\njson.marker = {i}");
+                let limits = codecell::Limits::default();
+                (i, engine.run_snippet(&code, None, &limits).await)
+            }));
+        }
+        for h in handles {
+            let (i, outcome) = h.await.unwrap();
+            let outcome = outcome.expect("a queued run is not an engine error");
+            assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+            assert_eq!(outcome.stdout, format!("False {i}\n"));
+        }
+    }
 }

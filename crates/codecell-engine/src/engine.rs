@@ -4,12 +4,14 @@ use crate::artifact_cache;
 use crate::bindings::SandboxPre;
 use crate::error::EngineError;
 use crate::guest::GuestKind;
+use crate::pool;
 use crate::preinit;
 use crate::state::RunState;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use wasmtime::component::{HasSelf, Linker};
 
 /// How often the epoch advances; the granularity of deadline checks and of async yields.
@@ -22,12 +24,14 @@ pub(crate) const MAX_WASM_STACK: usize = 8 << 20;
 ///
 /// Secure defaults: the guest gets no preopened directories, no environment, no arguments, no
 /// network and an empty stdin; fuel metering and epoch interruption are always on; every run gets
-/// a fresh instance. The only choices are which guest to load and where to cache its compiled form.
+/// a fresh instance. The choices are which guest to load, where to cache its compiled form and
+/// how many runs may hold an instance at once (64; more wait their turn).
 #[derive(Debug, Clone)]
 pub struct EngineBuilder {
     guest: GuestKind,
     wasm_path: Option<PathBuf>,
     cache_dir: Option<PathBuf>,
+    max_concurrent_runs: u32,
 }
 
 impl EngineBuilder {
@@ -46,6 +50,15 @@ impl EngineBuilder {
     /// Stores compiled artifacts in `dir` (default: `$CODECELL_CACHE_DIR`, else the guest's directory).
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// How many runs may hold a guest instance at the same time (default 64, at least 1).
+    ///
+    /// Instances come from a pool sized for this many; further runs wait for a free slot before
+    /// their deadline starts. Each slot reserves address space for a 4 GiB linear memory.
+    pub fn max_concurrent_runs(mut self, runs: u32) -> Self {
+        self.max_concurrent_runs = runs.max(1);
         self
     }
 
@@ -77,6 +90,7 @@ impl EngineBuilder {
         // than a trap; 8 MiB was measured to be enough for json.dumps, and a trap is still handled.
         config.max_wasm_stack(MAX_WASM_STACK);
         config.async_stack_size(MAX_WASM_STACK + (1 << 20));
+        config.allocation_strategy(pool::strategy(self.max_concurrent_runs));
         let wasmtime = wasmtime::Engine::new(&config).map_err(EngineError::wasmtime)?;
 
         let linker = linker(&wasmtime)?;
@@ -103,6 +117,7 @@ impl EngineBuilder {
                 pre,
                 guest: self.guest,
                 wasm,
+                slots: Arc::new(Semaphore::new(self.max_concurrent_runs as usize)),
                 ticker_stop: stop,
             }),
         })
@@ -140,6 +155,9 @@ pub(crate) struct Inner {
     pub(crate) pre: SandboxPre<RunState>,
     pub(crate) guest: GuestKind,
     pub(crate) wasm: PathBuf,
+    /// One permit per pool slot: a run holds one from before instantiation until its store is
+    /// dropped, so the pool is never exhausted.
+    pub(crate) slots: Arc<Semaphore>,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -175,6 +193,7 @@ impl Engine {
             guest: GuestKind::CPython,
             wasm_path: None,
             cache_dir: None,
+            max_concurrent_runs: pool::DEFAULT_MAX_CONCURRENT_RUNS,
         }
     }
 

@@ -15,6 +15,7 @@ mod limits;
 mod memory_limit;
 mod outcome;
 mod output;
+mod pool;
 mod preinit;
 mod run;
 mod state;

@@ -67,6 +67,7 @@ impl Engine {
     /// The guest interpreter's Python version, e.g. `3.14.0`.
     pub async fn python_version(&self) -> Result<String, EngineError> {
         let limits = Limits::default();
+        let _slot = self.slot().await?;
         let mut store = self.new_store(None, &limits)?;
         let sandbox = self
             .inner
@@ -78,6 +79,16 @@ impl Engine {
             .call_python_version(&mut store)
             .await
             .map_err(EngineError::wasmtime)
+    }
+
+    /// Waits for a free instance slot in the pool.
+    async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, EngineError> {
+        self.inner
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| EngineError::Wasmtime("the engine's instance pool was closed".into()))
     }
 
     fn new_store(
@@ -120,6 +131,8 @@ impl Engine {
                 Box<dyn Future<Output = wasmtime::Result<Result<T, Failure>>> + Send + 'a>,
             > + Send,
     {
+        // Held until the store (and its pool slot) is dropped below.
+        let _slot = self.slot().await?;
         let started = Instant::now();
         let mut store = self.new_store(catalog, limits)?;
         let pre = &self.inner.pre;
