@@ -44,8 +44,20 @@ fn guest_timed(
     iters: u64,
     body: &str,
 ) -> Duration {
+    guest_timed_with(rt, engine, catalog, iters, "", body)
+}
+
+/// Like [`guest_timed`], with `setup` run before the clock starts.
+fn guest_timed_with(
+    rt: &tokio::runtime::Runtime,
+    engine: &Engine,
+    catalog: &Arc<Catalog>,
+    iters: u64,
+    setup: &str,
+    body: &str,
+) -> Duration {
     let code = format!(
-        "import time\nt0 = time.perf_counter()\nfor _ in range({iters}):\n    {body}\nprint(time.perf_counter() - t0)"
+        "{setup}import time\nt0 = time.perf_counter()\nfor _ in range({iters}):\n    {body}\nprint(time.perf_counter() - t0)"
     );
     let limits = Limits {
         deadline: Duration::from_secs(600),
@@ -108,6 +120,15 @@ fn benches(c: &mut Criterion) {
     }
     group.finish();
 
+    // The floor under a fresh run: a new store and instance, and the smallest export call.
+    let mut group = c.benchmark_group("fresh_instance_python_version");
+    for (guest, engine) in &engines {
+        group.bench_function(guest.name(), |b| {
+            b.iter(|| rt.block_on(engine.python_version()).unwrap())
+        });
+    }
+    group.finish();
+
     let mut group = c.benchmark_group("call_tool_round_trip");
     for (guest, engine) in &engines {
         group.bench_function(guest.name(), |b| {
@@ -121,6 +142,32 @@ fn benches(c: &mut Criterion) {
                 )
             })
         });
+    }
+    group.finish();
+
+    // Where a round trip goes, timed inside the guest: argument encoding, result decoding, and
+    // the host import alone (no JSON work in Python).
+    let parts = [
+        ("encode_args", "_codecell_api._ENCODE_ARGS({'x': 1})"),
+        (
+            "decode_result",
+            "_codecell_api._DECODE_RESULT('{\"x\": 1}')",
+        ),
+        (
+            "host_call_only",
+            "_b.call_tool('bench', 'echo', '{\"x\": 1}')",
+        ),
+    ];
+    let mut group = c.benchmark_group("call_tool_parts");
+    for (guest, engine) in &engines {
+        for (part, body) in parts {
+            group.bench_function(format!("{guest}/{part}"), |b| {
+                b.iter_custom(|iters| {
+                    let setup = "import _codecell_api; import _codecell_binding as _b\n";
+                    guest_timed_with(&rt, engine, &catalog, iters, setup, body)
+                })
+            });
+        }
     }
     group.finish();
 

@@ -15,103 +15,146 @@ fn json_of(out: &Output) -> Value {
     })
 }
 
+/// Every guest, by its `--guest` name: the run tests below are repeated on each.
+const GUESTS: [&str; 2] = ["cpython", "rustpython"];
+
 fn catalog() -> String {
     fixture("demo/catalog.json").to_string_lossy().into_owned()
 }
 
 #[test]
 fn run_json_demo_is_ok_with_the_right_stdout() {
-    let demo = fixture("snippets/demo.py").to_string_lossy().into_owned();
-    let out = codecell(&["run", &demo, "--tools", &catalog(), "--json"], "");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json_of(&out);
-    assert_eq!(v["status"], "ok");
-    assert!(v["stdout"].as_str().unwrap().contains("100 C = 212.0 F"));
-    assert_eq!(v["truncated"], false);
-    assert!(v["error"].is_null());
-    assert!(v["limit"].is_null());
-    assert!(v["fuel_used"].as_u64().unwrap() > 0);
-    assert!(v["duration_ms"].as_f64().unwrap() > 0.0);
-    let calls = v["tool_calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 3);
-    for key in [
-        "category",
-        "name",
-        "ok",
-        "duration_us",
-        "args_bytes",
-        "result_bytes",
-    ] {
-        assert!(calls[0].get(key).is_some(), "tool call record lacks {key}");
+    for guest in GUESTS {
+        let demo = fixture("snippets/demo.py").to_string_lossy().into_owned();
+        let out = codecell(
+            &[
+                "run",
+                "--guest",
+                guest,
+                &demo,
+                "--tools",
+                &catalog(),
+                "--json",
+            ],
+            "",
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json_of(&out);
+        assert_eq!(v["status"], "ok");
+        assert!(v["stdout"].as_str().unwrap().contains("100 C = 212.0 F"));
+        assert_eq!(v["truncated"], false);
+        assert!(v["error"].is_null());
+        assert!(v["limit"].is_null());
+        assert!(v["fuel_used"].as_u64().unwrap() > 0);
+        assert!(v["duration_ms"].as_f64().unwrap() > 0.0);
+        let calls = v["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 3);
+        for key in [
+            "category",
+            "name",
+            "ok",
+            "duration_us",
+            "args_bytes",
+            "result_bytes",
+        ] {
+            assert!(calls[0].get(key).is_some(), "tool call record lacks {key}");
+        }
     }
 }
 
 #[test]
 fn guest_error_exits_1_with_error_object() {
-    let out = codecell(&["run", "-", "--json"], "raise ValueError('nope')");
-    assert_eq!(out.status.code(), Some(1));
-    let v = json_of(&out);
-    assert_eq!(v["status"], "error");
-    assert_eq!(v["error"]["type"], "ValueError");
-    assert_eq!(v["error"]["message"], "nope");
-    assert!(
-        v["error"]["traceback"]
-            .as_str()
-            .unwrap()
-            .contains("ValueError: nope")
-    );
+    for guest in GUESTS {
+        let out = codecell(
+            &["run", "--guest", guest, "-", "--json"],
+            "raise ValueError('nope')",
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let v = json_of(&out);
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["error"]["type"], "ValueError");
+        assert_eq!(v["error"]["message"], "nope");
+        assert!(
+            v["error"]["traceback"]
+                .as_str()
+                .unwrap()
+                .contains("ValueError: nope")
+        );
+    }
 }
 
 #[test]
 fn limit_exits_1_and_names_the_limit() {
-    let out = codecell(
-        &["run", "-", "--json", "--timeout-ms", "1000"],
-        "import time\ntime.sleep(3600)",
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let v = json_of(&out);
-    assert_eq!(v["status"], "limit");
-    assert_eq!(v["limit"], "deadline");
+    for guest in GUESTS {
+        let out = codecell(
+            &[
+                "run",
+                "--guest",
+                guest,
+                "-",
+                "--json",
+                "--timeout-ms",
+                "1000",
+            ],
+            "import time\ntime.sleep(3600)",
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let v = json_of(&out);
+        assert_eq!(v["status"], "limit");
+        assert_eq!(v["limit"], "deadline");
+    }
 }
 
 #[test]
 fn limit_flags_are_applied() {
-    let out = codecell(
-        &["run", "-", "--json", "--max-output-bytes", "10"],
-        "print('0123456789abcdef')",
-    );
-    let v = json_of(&out);
-    assert_eq!(v["truncated"], true);
-    assert_eq!(v["stdout"], "0123456789");
-    assert_eq!(v["limit"], "output");
-    let out = codecell(
-        &["run", "-", "--json", "--memory-mb", "64"],
-        "b = bytearray(100 * 2**20)",
-    );
-    assert_eq!(json_of(&out)["limit"], "memory");
-    let out = codecell(
-        &["run", "-", "--json", "--fuel", "1000000"],
-        "while True: pass",
-    );
-    assert_eq!(json_of(&out)["limit"], "fuel");
-    let out = codecell(
-        &[
-            "run",
-            "-",
-            "--json",
-            "--tools",
-            &catalog(),
-            "--max-tool-calls",
-            "2",
-        ],
-        "for i in range(5): call_tool('text', 'stats', text='a')",
-    );
-    assert_eq!(json_of(&out)["limit"], "tool_calls");
+    for guest in GUESTS {
+        let out = codecell(
+            &[
+                "run",
+                "--guest",
+                guest,
+                "-",
+                "--json",
+                "--max-output-bytes",
+                "10",
+            ],
+            "print('0123456789abcdef')",
+        );
+        let v = json_of(&out);
+        assert_eq!(v["truncated"], true);
+        assert_eq!(v["stdout"], "0123456789");
+        assert_eq!(v["limit"], "output");
+        let out = codecell(
+            &["run", "--guest", guest, "-", "--json", "--memory-mb", "64"],
+            "b = bytearray(100 * 2**20)",
+        );
+        assert_eq!(json_of(&out)["limit"], "memory");
+        let out = codecell(
+            &["run", "--guest", guest, "-", "--json", "--fuel", "1000000"],
+            "while True: pass",
+        );
+        assert_eq!(json_of(&out)["limit"], "fuel");
+        let out = codecell(
+            &[
+                "run",
+                "--guest",
+                guest,
+                "-",
+                "--json",
+                "--tools",
+                &catalog(),
+                "--max-tool-calls",
+                "2",
+            ],
+            "for i in range(5): call_tool('text', 'stats', text='a')",
+        );
+        assert_eq!(json_of(&out)["limit"], "tool_calls");
+    }
 }
 
 #[test]
@@ -189,6 +232,7 @@ fn version_names_the_guest_python() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("codecell 0.1.0"), "{text}");
     assert!(text.contains("guest cpython: Python 3."), "{text}");
+    assert!(text.contains("guest rustpython: Python 3."), "{text}");
 }
 
 fn fixture(rel: &str) -> std::path::PathBuf {

@@ -20,7 +20,7 @@ pub(crate) const DEFAULT_MAX_CONCURRENT_RUNS: u32 = 64;
 /// shared-library modules plus WASI adapters; RustPython needs a handful).
 const CORE_INSTANCES_PER_COMPONENT: u32 = 64;
 /// Linear memories one guest component may have (the main one and adapter memories).
-const MEMORIES_PER_COMPONENT: u32 = 4;
+const MEMORIES_PER_COMPONENT: u32 = 2;
 /// Tables one guest component may have.
 const TABLES_PER_COMPONENT: u32 = 32;
 /// Elements per table: CPython's indirect-call table holds tens of thousands of functions.
