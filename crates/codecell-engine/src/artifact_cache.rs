@@ -86,8 +86,37 @@ pub(crate) fn load_or_compile(
         message: format!("{e:#}"),
     })?;
     // A cache that cannot be written costs time, not correctness: carry on without it.
-    let _ = store(&component, cache_dir, &cached);
+    if store(&component, cache_dir, &cached).is_ok() {
+        prune(cache_dir, stem, KEEP_PER_GUEST);
+    }
     Ok(component)
+}
+
+/// Compiled artifacts kept per guest name: each is 40–90 MB, and every guest rebuild or engine
+/// change writes a new one, so older ones are removed after a new one is stored.
+const KEEP_PER_GUEST: usize = 3;
+
+/// Removes all but the `keep` most recently written `{stem}-*.cwasm` files in `dir`.
+fn prune(dir: &Path, stem: &str, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!("{stem}-");
+    let mut artifacts: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with(".cwasm")
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    artifacts.sort_by_key(|a| std::cmp::Reverse(a.0));
+    for (_, path) in artifacts.into_iter().skip(keep) {
+        // Another process may be mapping it: on Unix the mapping survives the unlink, and on
+        // Windows the removal fails and is retried by the next store.
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 fn store(
@@ -106,4 +135,36 @@ fn store(
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn artifact(dir: &Path, name: &str, age_s: u64) -> PathBuf {
+        let path = dir.join(name);
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(age_s))
+            .unwrap();
+        path
+    }
+
+    #[test]
+    fn prune_keeps_the_newest_artifacts_of_one_guest_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let newest = artifact(dir.path(), "cpython-aaa.cwasm", 10);
+        let second = artifact(dir.path(), "cpython-bbb.cwasm", 20);
+        let oldest = artifact(dir.path(), "cpython-ccc.cwasm", 30);
+        let other_guest = artifact(dir.path(), "rustpython-ddd.cwasm", 40);
+        let not_an_artifact = artifact(dir.path(), "cpython-eee.tmp", 50);
+        prune(dir.path(), "cpython", 2);
+        assert!(newest.exists() && second.exists());
+        assert!(!oldest.exists(), "the oldest cpython artifact is removed");
+        assert!(
+            other_guest.exists(),
+            "another guest's artifacts are untouched"
+        );
+        assert!(not_an_artifact.exists(), "only .cwasm files are pruned");
+    }
 }
