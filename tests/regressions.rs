@@ -81,4 +81,51 @@ codecell_tests::for_each_guest! {
         assert_eq!(outcome.status, Status::Limit);
         assert_eq!(outcome.stdout, "before\n");
     }
+
+    /// A lone surrogate in a string crossing to the host (tool arguments, a tree path, an
+    /// exception message) made componentize-py's runtime panic: a trap the snippet could not
+    /// catch. The CPython binding now replaces surrogates with U+FFFD, as RustPython's does.
+    #[tokio::test]
+    async fn lone_surrogates_crossing_to_the_host_do_not_trap() {
+        let code = r#"
+r = call_tool("text", "stats", text="a\ud800b. c.")
+print(r["sentences"])
+try:
+    ls("tools/\udfff")
+except FileNotFoundError:
+    print("not found")
+raise ValueError("bad \ud800 value")
+"#;
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status, Status::Error, "{outcome:#?}");
+        assert_eq!(outcome.stdout, "2\nnot found\n");
+        let error = outcome.error.unwrap();
+        assert_eq!(error.kind, "ValueError");
+        assert_eq!(error.message, "bad \u{fffd} value");
+    }
+
+    /// Tool-call JSON is encoded natively in the RustPython guest; it must refuse what the
+    /// stdlib encoder refuses, as a catchable ToolError, and keep int-subclass and key coercion.
+    #[tokio::test]
+    async fn tool_arguments_that_are_not_json_raise_tool_error() {
+        let code = r#"
+import enum
+class K(enum.IntEnum):
+    A = 3
+print(call_tool("text", "top_words", text="b a b", limit=K.A)["words"][0])
+a = []
+a.append(a)
+for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
+    try:
+        call_tool("text", "stats", text=bad)
+    except ToolError as e:
+        print("ToolError", "not JSON" in str(e))
+"#;
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(
+            outcome.stdout,
+            "{'count': 2, 'word': 'b'}\n".to_string() + &"ToolError True\n".repeat(5)
+        );
+    }
 }

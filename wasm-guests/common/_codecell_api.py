@@ -21,9 +21,12 @@ ToolError.__module__ = "codecell"
 
 
 # Built once: `json.dumps` with options constructs a new encoder on every call, which would
-# double the cost of a tool call's argument encoding.
-_ENCODE_ARGS = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-_DECODE_RESULT = json.JSONDecoder().decode
+# double the cost of a tool call's argument encoding. A binding may bring native codecs with the
+# same refusals (RustPython's pure-Python json costs several times a whole host round trip).
+_ENCODE_ARGS = getattr(_binding, "encode_args", None) or json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False
+).encode
+_DECODE_RESULT = getattr(_binding, "decode_result", None) or json.JSONDecoder().decode
 
 
 def ls(path: str = "tools/") -> list:

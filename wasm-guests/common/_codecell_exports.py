@@ -17,7 +17,9 @@ Everything that differs between the guests is in the module `_codecell_binding` 
 - `recursion_limit(options)`: the limit out of what the runtime passes as `options`;
 - `snippet_result(failure)`, `tool_result(ok, value)`: what the export gives its runtime, from
   None or a failure, and from (True, canonical JSON) or (False, failure); a failure is the
-  `(kind, message, traceback)` tuple of _codecell_failure.
+  `(kind, message, traceback)` tuple of _codecell_failure;
+- optionally `encode_args(kwargs)` and `decode_result(text)`: native JSON codecs for tool calls,
+  raising what `json` would (TypeError, ValueError); the stdlib's json is used without them.
 
 Each run happens in a fresh instance, so nothing a run does survives it. Every exception is
 caught here: one escaping would trap the instance (CPython) or lose the user's traceback.

@@ -6,6 +6,7 @@ the interpreter's own binary buffers, and an export's failure is raised as `Err(
 """
 
 import os
+import re
 import sys
 
 from componentize_py_types import Err
@@ -13,23 +14,41 @@ from wit_world.imports import host
 from wit_world.imports.types import Failure
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _wit_str(s):
+    """`s` as a WIT string can carry it: lone surrogates become U+FFFD.
+
+    componentize-py lowers a str with lone surrogates by panicking (a trap the guest cannot
+    catch); RustPython's binding replaces them the same way.
+    """
+    if s.isascii():
+        return s
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", s)
+
+
 def ls(path):
     try:
-        return (True, host.ls(path))
+        return (True, host.ls(_wit_str(path)))
     except Err as e:
         return (False, e.value)
 
 
 def read(path):
     try:
-        return (True, host.read(path))
+        return (True, host.read(_wit_str(path)))
     except Err as e:
         return (False, e.value)
 
 
 def call_tool(category, name, args_json):
     try:
-        return (True, host.call_tool(category, name, args_json))
+        return (True, host.call_tool(_wit_str(category), _wit_str(name), _wit_str(args_json)))
     except Err as e:
         return (False, e.value)
 
@@ -59,7 +78,7 @@ def recursion_limit(options):
 def _error(failure) -> Err:
     try:
         kind, message, traceback = failure
-        return Err(Failure(kind=kind, message=message, traceback=traceback))
+        return Err(Failure(kind=_wit_str(kind), message=_wit_str(message), traceback=_wit_str(traceback)))
     except BaseException:
         # Last resort, e.g. MemoryError while building the record.
         return Err(Failure(kind="MemoryError", message="", traceback=""))
@@ -72,5 +91,5 @@ def snippet_result(failure):
 
 def tool_result(ok, value):
     if ok:
-        return value
+        return _wit_str(value)
     raise _error(value)

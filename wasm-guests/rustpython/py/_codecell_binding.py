@@ -10,7 +10,7 @@ int and reads a failure as the `(kind, message, traceback)` tuple itself.
 import sys
 import time
 
-from _codecell_host import call_tool, ls, read, write  # noqa: F401  (the binding's interface)
+from _codecell_host import call_tool, decode_result, encode_args, ls, read, write  # noqa: F401  (the binding's interface)
 
 
 # WASI has no time zones. CPython's WASI build says so with UTC values; RustPython's `time` lacks

@@ -17,6 +17,7 @@ wit_bindgen::generate!({ path: "../wit", world: "sandbox-preinit" });
 
 use codecell::guest::host;
 
+mod json;
 mod native;
 
 /// The interpreter and the `_codecell_app` module, made once per instance.

@@ -11,7 +11,7 @@ pub(crate) mod _codecell_host {
 
     use crate::host;
     use rustpython_vm::{
-        PyObjectRef, VirtualMachine, builtins::PyStrRef, convert::ToPyObject, function::ArgBytesLike,
+        PyObjectRef, PyResult, VirtualMachine, builtins::PyStrRef, convert::ToPyObject, function::ArgBytesLike,
     };
 
     fn outcome(result: Result<PyObjectRef, String>, vm: &VirtualMachine) -> PyObjectRef {
@@ -45,6 +45,18 @@ pub(crate) mod _codecell_host {
         )
         .map(|json| json.to_pyobject(vm));
         outcome(result, vm)
+    }
+
+    /// Tool-call arguments as compact JSON (TypeError/ValueError as the stdlib encoder raises).
+    #[pyfunction]
+    fn encode_args(obj: PyObjectRef, vm: &VirtualMachine) -> PyResult<String> {
+        crate::json::encode(&obj, vm)
+    }
+
+    /// A tool result (JSON text from the host) as Python values.
+    #[pyfunction]
+    fn decode_result(text: PyStrRef, vm: &VirtualMachine) -> PyResult<PyObjectRef> {
+        crate::json::decode(&text.to_string_lossy(), vm)
     }
 
     /// Writes all of `data` to fd 1 (stdout) or 2 (stderr); false if the stream refused it.
