@@ -224,4 +224,28 @@ codecell_tests::for_each_guest! {
         assert_eq!(outcome.stdout.trim(), "100");
         assert_eq!(outcome.error.unwrap().kind, "RecursionError");
     }
+
+    /// A memory cap below the guest's start-up heap refuses the run the same way whether its
+    /// instance was made ahead of time (the warm instance) or for it.
+    #[tokio::test]
+    async fn a_cap_below_the_start_heap_is_refused_with_or_without_a_warm_instance() {
+        let tiny = Limits {
+            memory_bytes: 1 << 20,
+            ..limits()
+        };
+        // The first run leaves a warm instance behind for the second.
+        let _ = run(GUEST, "pass").await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        for attempt in 0..2 {
+            let result = codecell_tests::engine(GUEST)
+                .run_snippet("print('ran')", None, &tiny)
+                .await;
+            assert!(
+                result.is_err(),
+                "attempt {attempt}: a 1 MiB cap must refuse the instance: {result:?}"
+            );
+        }
+        let outcome = run(GUEST, "print('ok')").await;
+        assert_eq!(outcome.stdout, "ok\n", "{outcome:#?}");
+    }
 }

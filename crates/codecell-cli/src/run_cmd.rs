@@ -93,8 +93,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         Some(path) => Some(Arc::new(args.dynamic.load_catalog(path, args.guest)?)),
         None => None,
     };
+    // One run per process: an instance made ahead for a next run would be wasted work.
     let engine = Engine::builder()
         .guest(args.guest)
+        .warm_instance(false)
         .build()
         .map_err(|e| Failure::host(e.to_string()))?;
     let outcome = engine

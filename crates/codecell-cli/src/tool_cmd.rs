@@ -321,8 +321,10 @@ fn registry_options(store: &Path, session: &str, project: Option<&str>) -> Regis
 fn open(args: &StoreArgs, with_engine: bool) -> Result<DynamicTools, Refusal> {
     let options = registry_options(&args.store, &args.session, args.project.as_deref());
     let opened = if with_engine {
+        // One or two runs per process: no instance is made ahead of time.
         let engine = Engine::builder()
             .guest(args.guest)
+            .warm_instance(false)
             .build()
             .map_err(|e| Refusal::host(e.to_string()))?;
         DynamicTools::open(engine, options)

@@ -7,9 +7,10 @@ use crate::guest::GuestKind;
 use crate::pool;
 use crate::preinit;
 use crate::state::RunState;
+use crate::warm::Warm;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use wasmtime::component::{HasSelf, Linker};
@@ -32,6 +33,7 @@ pub struct EngineBuilder {
     wasm_path: Option<PathBuf>,
     cache_dir: Option<PathBuf>,
     max_concurrent_runs: u32,
+    warm_instance: bool,
 }
 
 impl EngineBuilder {
@@ -59,6 +61,14 @@ impl EngineBuilder {
     /// their deadline starts. Each slot reserves address space for a 4 GiB linear memory.
     pub fn max_concurrent_runs(mut self, runs: u32) -> Self {
         self.max_concurrent_runs = runs.max(1);
+        self
+    }
+
+    /// Whether to instantiate each run's fresh instance ahead of time, after the previous run
+    /// (default: on, when the pool has at least two slots). It costs one idle instance and one
+    /// pool slot, and takes instantiation out of a run's latency; see `warm.rs`.
+    pub fn warm_instance(mut self, on: bool) -> Self {
+        self.warm_instance = on;
         self
     }
 
@@ -118,6 +128,9 @@ impl EngineBuilder {
                 guest: self.guest,
                 wasm,
                 slots: Arc::new(Semaphore::new(self.max_concurrent_runs as usize)),
+                warm: (self.warm_instance && self.max_concurrent_runs >= 2)
+                    .then(|| Mutex::new(None)),
+                refilling: AtomicBool::new(false),
                 ticker_stop: stop,
             }),
         })
@@ -158,6 +171,10 @@ pub(crate) struct Inner {
     /// One permit per pool slot: a run holds one from before instantiation until its store is
     /// dropped, so the pool is never exhausted.
     pub(crate) slots: Arc<Semaphore>,
+    /// The next run's instance, made ahead of time (None: warm instances are off).
+    pub(crate) warm: Option<Mutex<Option<Warm>>>,
+    /// Set while a background task is making the warm instance.
+    pub(crate) refilling: AtomicBool,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -194,6 +211,7 @@ impl Engine {
             wasm_path: None,
             cache_dir: None,
             max_concurrent_runs: pool::DEFAULT_MAX_CONCURRENT_RUNS,
+            warm_instance: true,
         }
     }
 

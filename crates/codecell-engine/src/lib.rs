@@ -20,6 +20,7 @@ mod preinit;
 mod run;
 mod state;
 mod trap;
+mod warm;
 
 pub use engine::{Engine, EngineBuilder};
 pub use error::EngineError;

@@ -32,6 +32,16 @@ impl MemoryLimiter {
     }
 }
 
+impl MemoryLimiter {
+    /// Applies a new cap to an instance made ahead of its run; false if the memory it already
+    /// has is over that cap (the caller then instantiates afresh, which reports the refusal).
+    pub(crate) fn rearm(&mut self, cap: usize) -> bool {
+        self.cap = cap;
+        self.hit = false;
+        self.peak <= cap
+    }
+}
+
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,

@@ -13,14 +13,14 @@ const WRITE_PERMIT: usize = 64 * 1024;
 
 #[derive(Debug, Default)]
 struct Buffer {
+    cap: usize,
     bytes: Vec<u8>,
     truncated: bool,
 }
 
-/// A capped in-memory output stream; clones share the same buffer.
+/// A capped in-memory output stream; clones share the same buffer and cap.
 #[derive(Debug, Clone)]
 pub(crate) struct CappedOutput {
-    cap: usize,
     buffer: Arc<Mutex<Buffer>>,
 }
 
@@ -32,9 +32,16 @@ pub(crate) struct OutputCapExceeded;
 impl CappedOutput {
     pub(crate) fn new(cap: usize) -> Self {
         CappedOutput {
-            cap,
-            buffer: Arc::default(),
+            buffer: Arc::new(Mutex::new(Buffer {
+                cap,
+                ..Buffer::default()
+            })),
         }
+    }
+
+    /// Sets the cap of a stream nothing has been written to yet (a warm instance's run).
+    pub(crate) fn set_cap(&self, cap: usize) {
+        lock(&self.buffer).cap = cap;
     }
 
     /// Whether anything was cut at the cap.
@@ -45,7 +52,7 @@ impl CappedOutput {
     /// The captured text (cut at a UTF-8 boundary, never longer than the cap) and whether it was truncated.
     pub(crate) fn take(&self) -> (String, bool) {
         let buf = lock(&self.buffer);
-        (utf8_within(&buf.bytes, self.cap), buf.truncated)
+        (utf8_within(&buf.bytes, buf.cap), buf.truncated)
     }
 }
 
@@ -87,7 +94,7 @@ impl CappedOutput {
     /// Appends what fits; returns false when something had to be dropped.
     fn append(&self, data: &[u8]) -> bool {
         let mut buf = lock(&self.buffer);
-        let room = self.cap.saturating_sub(buf.bytes.len());
+        let room = buf.cap.saturating_sub(buf.bytes.len());
         if data.len() <= room {
             buf.bytes.extend_from_slice(data);
             return true;

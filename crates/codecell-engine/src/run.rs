@@ -82,7 +82,7 @@ impl Engine {
     }
 
     /// Waits for a free instance slot in the pool.
-    async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, EngineError> {
+    pub(crate) async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, EngineError> {
         self.inner
             .slots
             .clone()
@@ -91,7 +91,7 @@ impl Engine {
             .map_err(|_| EngineError::Wasmtime("the engine's instance pool was closed".into()))
     }
 
-    fn new_store(
+    pub(crate) fn new_store(
         &self,
         catalog: Option<Arc<Catalog>>,
         limits: &Limits,
@@ -131,20 +131,28 @@ impl Engine {
                 Box<dyn Future<Output = wasmtime::Result<Result<T, Failure>>> + Send + 'a>,
             > + Send,
     {
-        // Held until the store (and its pool slot) is dropped below.
-        let _slot = self.slot().await?;
+        // The slot is held until the store (and its pool slot) is dropped below.
+        let (mut store, warm_sandbox, slot) = match self.take_warm(limits, catalog.clone()) {
+            Some(warm) => (warm.store, Some(warm.sandbox), warm.slot),
+            None => {
+                let slot = self.slot().await?;
+                (self.new_store(catalog, limits)?, None, slot)
+            }
+        };
         let started = Instant::now();
-        let mut store = self.new_store(catalog, limits)?;
         let pre = &self.inner.pre;
         // The epoch callback stops running wasm; this timeout also stops a guest that is blocked
         // in a host call (a WASI sleep, a slow tool), which epochs cannot interrupt. The grace
         // lets the epoch path win when both apply, so its classification is the one reported.
         let budget = limits.deadline + EPOCH_TICK * 4;
         let guarded = tokio::time::timeout(budget, async {
-            let sandbox = pre
-                .instantiate_async(&mut store)
-                .await
-                .map_err(Instantiate)?;
+            let sandbox = match warm_sandbox {
+                Some(sandbox) => sandbox,
+                None => pre
+                    .instantiate_async(&mut store)
+                    .await
+                    .map_err(Instantiate)?,
+            };
             Ok::<_, Instantiate>(call(&sandbox, &mut store).await)
         });
         let returned = match guarded.await {
@@ -170,6 +178,8 @@ impl Engine {
             duration_ms: Outcome::duration_ms_of(duration),
             tool_calls: state.tool_calls,
         };
+        drop(slot);
+        self.refill_warm();
         Ok((outcome, value))
     }
 }

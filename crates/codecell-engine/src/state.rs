@@ -53,6 +53,24 @@ impl RunState {
     }
 }
 
+impl RunState {
+    /// Gives an unused state (of an instance made ahead of time) the limits, catalog and
+    /// deadline of the run about to use it. False if its memory is already over the cap.
+    pub(crate) fn rearm(
+        &mut self,
+        limits: &Limits,
+        catalog: Option<Arc<Catalog>>,
+        deadline: Instant,
+    ) -> bool {
+        self.stdout.set_cap(limits.max_output_bytes);
+        self.stderr.set_cap(limits.max_output_bytes);
+        self.catalog = catalog;
+        self.limits = limits.clone();
+        self.deadline = deadline;
+        self.limiter.rearm(limits.memory_bytes)
+    }
+}
+
 impl WasiView for RunState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {

@@ -1,0 +1,89 @@
+//! The warm instance: the next run's fresh instance, made ahead of time.
+//!
+//! Instantiating the guest is a large share of a run (CPython links dozens of core modules; every
+//! run pays for resolving their imports). So after each run the engine instantiates the next one
+//! in the background and keeps it, unused, for the next caller. A run still never sees an instance
+//! anything else has touched: the warm instance has only been instantiated, never called, and it
+//! is taken out of the engine by exactly one run. Before use it gets that run's limits, catalog
+//! and deadline ([`crate::state::RunState::rearm`]); its fuel and epoch deadline are set afresh.
+//!
+//! The warm instance holds one slot of the pool, so it is only kept when the pool has at least
+//! two (a run waiting for a slot does not look for the warm instance).
+
+use crate::bindings::Sandbox;
+use crate::engine::Engine;
+use crate::limits::Limits;
+use crate::state::RunState;
+use codecell_catalog::Catalog;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::Store;
+
+/// An instantiated, never-called guest with the pool slot it occupies.
+pub(crate) struct Warm {
+    pub(crate) store: Store<RunState>,
+    pub(crate) sandbox: Sandbox,
+    pub(crate) slot: OwnedSemaphorePermit,
+}
+
+/// Clears the engine's `refilling` flag when the refill task ends, however it ends.
+struct Refilling(Engine);
+
+impl Drop for Refilling {
+    fn drop(&mut self) {
+        self.0.inner.refilling.store(false, Ordering::Release);
+    }
+}
+
+impl Engine {
+    /// Takes the warm instance, armed for a run with `limits` and `catalog`, if there is one.
+    pub(crate) fn take_warm(&self, limits: &Limits, catalog: Option<Arc<Catalog>>) -> Option<Warm> {
+        let mut warm = self.inner.warm.as_ref()?.lock().ok()?.take()?;
+        let deadline = Instant::now() + limits.deadline;
+        if !warm.store.data_mut().rearm(limits, catalog, deadline) {
+            // Its memory is already over this run's cap: let the caller instantiate afresh.
+            return None;
+        }
+        warm.store.set_fuel(limits.fuel).ok()?;
+        warm.store.set_epoch_deadline(1);
+        Some(warm)
+    }
+
+    /// Starts making the next warm instance in the background unless one exists or is underway.
+    pub(crate) fn refill_warm(&self) {
+        let Some(warm) = &self.inner.warm else {
+            return;
+        };
+        if warm.lock().map(|w| w.is_some()).unwrap_or(true)
+            || self.inner.refilling.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let engine = self.clone();
+        tokio::spawn(async move {
+            // Cleared on drop too: a runtime shutting down drops this task mid-way.
+            let _refilling = Refilling(engine.clone());
+            let made = engine.make_warm().await;
+            if let (Some(made), Some(slot)) = (made, &engine.inner.warm)
+                && let Ok(mut slot) = slot.lock()
+            {
+                *slot = Some(made);
+            }
+        });
+    }
+
+    /// Instantiates the guest with placeholder limits (re-armed when taken); None on failure,
+    /// which leaves the next run to instantiate inline and report the error itself.
+    async fn make_warm(&self) -> Option<Warm> {
+        let slot = self.slot().await.ok()?;
+        let mut store = self.new_store(None, &Limits::default()).ok()?;
+        let sandbox = self.inner.pre.instantiate_async(&mut store).await.ok()?;
+        Some(Warm {
+            store,
+            sandbox,
+            slot,
+        })
+    }
+}
