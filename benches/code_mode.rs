@@ -109,12 +109,51 @@ fn benches(c: &mut Criterion) {
         ..Limits::default()
     };
 
+    // Baseline in the same run: each guest with the other warm-instance setting than its default.
+    let toggled: Vec<(String, Engine)> = ALL_GUESTS
+        .iter()
+        .map(|g| {
+            let warm = !g.warm_by_default();
+            let engine = Engine::builder()
+                .guest(*g)
+                .warm_instance(warm)
+                .build()
+                .expect("guest built");
+            let label = if warm { "with" } else { "without" };
+            (format!("{g}_{label}_warm_instance"), engine)
+        })
+        .collect();
+    let named: Vec<(String, &Engine)> = engines
+        .iter()
+        .map(|(g, e)| (g.name().to_string(), e))
+        .chain(toggled.iter().map(|(n, e)| (n.clone(), e)))
+        .collect();
     let mut group = c.benchmark_group("fresh_run_print_1_plus_1");
-    for (guest, engine) in &engines {
-        group.bench_function(guest.name(), |b| {
+    for (name, engine) in &named {
+        group.bench_function(name.as_str(), |b| {
             b.iter(|| {
                 rt.block_on(engine.run_snippet("print(1+1)", None, &limits))
                     .unwrap()
+            })
+        });
+    }
+    group.finish();
+
+    // The latency a caller sees when runs are spaced out (as an agent's are, between model
+    // turns): the warm instance made after the previous run is ready. The gap is not timed.
+    let mut group = c.benchmark_group("fresh_run_print_1_plus_1_after_idle");
+    for (name, engine) in &named {
+        group.bench_function(name.as_str(), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await });
+                    let started = std::time::Instant::now();
+                    rt.block_on(engine.run_snippet("print(1+1)", None, &limits))
+                        .unwrap();
+                    total += started.elapsed();
+                }
+                total
             })
         });
     }

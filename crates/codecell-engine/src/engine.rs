@@ -33,7 +33,7 @@ pub struct EngineBuilder {
     wasm_path: Option<PathBuf>,
     cache_dir: Option<PathBuf>,
     max_concurrent_runs: u32,
-    warm_instance: bool,
+    warm_instance: Option<bool>,
 }
 
 impl EngineBuilder {
@@ -65,10 +65,11 @@ impl EngineBuilder {
     }
 
     /// Whether to instantiate each run's fresh instance ahead of time, after the previous run
-    /// (default: on, when the pool has at least two slots). It costs one idle instance and one
-    /// pool slot, and takes instantiation out of a run's latency; see `warm.rs`.
+    /// (default: the guest's choice, [`GuestKind::warm_by_default`]; never with a pool of one
+    /// slot). It costs one idle instance and one pool slot, and takes instantiation out of a
+    /// run's latency; see `warm.rs`.
     pub fn warm_instance(mut self, on: bool) -> Self {
-        self.warm_instance = on;
+        self.warm_instance = Some(on);
         self
     }
 
@@ -128,7 +129,10 @@ impl EngineBuilder {
                 guest: self.guest,
                 wasm,
                 slots: Arc::new(Semaphore::new(self.max_concurrent_runs as usize)),
-                warm: (self.warm_instance && self.max_concurrent_runs >= 2)
+                warm: (self
+                    .warm_instance
+                    .unwrap_or_else(|| self.guest.warm_by_default())
+                    && self.max_concurrent_runs >= 2)
                     .then(|| Mutex::new(None)),
                 refilling: AtomicBool::new(false),
                 ticker_stop: stop,
@@ -211,7 +215,7 @@ impl Engine {
             wasm_path: None,
             cache_dir: None,
             max_concurrent_runs: pool::DEFAULT_MAX_CONCURRENT_RUNS,
-            warm_instance: true,
+            warm_instance: None,
         }
     }
 
