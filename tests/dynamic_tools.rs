@@ -4,54 +4,18 @@
 
 use codecell::manifest::canonical;
 use codecell::{
-    ALL_GUESTS, BUILD_COMMAND, Catalog, CodeMode, DynamicToolError, DynamicTools, Engine,
-    GuestKind, Limits, Manifest, RegistryOptions, RunError, Status, ToolRunner, ToolSpec,
-    WasmToolRunner,
+    Catalog, CodeMode, DynamicToolError, DynamicTools, GuestKind, Limits, Manifest,
+    RegistryOptions, RunError, Status, ToolRunner, ToolSpec, WasmToolRunner,
 };
+use codecell_tests::engine;
 use serde_json::{Value, json};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The process-wide engine for `guest`; panics with the build command when it is not built.
-fn engine(guest: GuestKind) -> Engine {
-    static ENGINES: [OnceLock<Engine>; 2] = [const { OnceLock::new() }; 2];
-    let slot = ALL_GUESTS
-        .iter()
-        .position(|g| *g == guest)
-        .expect("every guest is in ALL_GUESTS");
-    ENGINES[slot]
-        .get_or_init(|| {
-            Engine::builder()
-                .guest(guest)
-                .build()
-                .unwrap_or_else(|e| panic!("{e} (build the guests with `{BUILD_COMMAND}`)"))
-        })
-        .clone()
-}
-
-/// Expands the tests once per guest, in modules `cpython` and `rustpython` with a `GUEST`
-/// constant (the root test package's `for_each_guest!`, which this crate cannot depend on).
-macro_rules! for_each_guest {
-    ($($item:item)*) => {
-        mod cpython {
-            use super::*;
-            const GUEST: GuestKind = GuestKind::CPython;
-            $($item)*
-        }
-        mod rustpython {
-            use super::*;
-            const GUEST: GuestKind = GuestKind::RustPython;
-            $($item)*
-        }
-    };
-}
-
 fn fixture(name: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/dynamic")
-        .join(format!("{name}.json"));
+    let path = codecell_tests::fixture(&format!("dynamic/{name}.json"));
     let text = std::fs::read_to_string(&path).expect("fixture readable");
     canonical::parse_exact(&text).expect("fixture is JSON")
 }
@@ -99,7 +63,7 @@ fn any_object() -> Value {
     json!({"type": "object", "additionalProperties": true})
 }
 
-for_each_guest! {
+codecell_tests::for_each_guest! {
     #[tokio::test]
     async fn fixtures_define_and_invoke_in_a_fresh_guest() {
         let dir = tempfile::tempdir().unwrap();
