@@ -277,3 +277,42 @@ async fn session_tools_expire_with_the_injected_clock() {
     let early = open(dir.path(), "s", None, c.clone(), runner());
     assert_eq!(early.tools().len(), 2, "before expiry the files load again");
 }
+
+/// `get(name)` resolves one name without building the whole effective map; it must agree with
+/// `tools()` (which does) for every name, across session, project and global versions.
+#[tokio::test]
+async fn get_agrees_with_tools_for_every_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let alice = open(dir.path(), "alice", Some("p1"), c.clone(), runner());
+    for name in ["g_only", "p_over_g", "s_over_all"] {
+        alice.define(&add_spec(name)).await.unwrap();
+        alice.promote(name, Scope::Global, true).unwrap();
+    }
+    let bob = open(dir.path(), "bob", Some("p1"), c.clone(), runner());
+    for name in ["p_over_g", "s_over_all", "p_only"] {
+        bob.define(&add_spec_v2(name)).await.unwrap();
+        bob.promote(name, Scope::Project, true).unwrap();
+    }
+    let carol = open(dir.path(), "carol", Some("p1"), c.clone(), runner());
+    carol.define(&add_spec("s_over_all")).await.unwrap();
+    carol.define(&add_spec("s_only")).await.unwrap();
+
+    for registry in [&alice, &bob, &carol] {
+        let tools = registry.tools();
+        for manifest in &tools {
+            let got = registry
+                .get(&manifest.name)
+                .expect("a listed tool resolves");
+            assert_eq!(got.manifest_id, manifest.manifest_id, "{}", manifest.name);
+            assert_eq!(got.scope, manifest.scope, "{}", manifest.name);
+        }
+        assert!(registry.get("absent").is_none());
+    }
+    let scope_of = |name: &str| carol.get(name).unwrap().scope;
+    assert_eq!(scope_of("g_only"), Scope::Global);
+    assert_eq!(scope_of("p_over_g"), Scope::Project);
+    assert_eq!(scope_of("p_only"), Scope::Project);
+    assert_eq!(scope_of("s_over_all"), Scope::Session);
+    assert_eq!(scope_of("s_only"), Scope::Session);
+}

@@ -165,9 +165,19 @@ impl Registry {
     }
 
     /// The manifest `name` resolves to (session > project > global), if any.
+    ///
+    /// Only that name is resolved: a session tool is answered from memory, and otherwise only
+    /// the project's and then the global versions of `name` are considered (resolving through
+    /// the whole effective map cloned every manifest of every scope on each call).
     pub fn get(&self, name: &str) -> Option<Manifest> {
         self.purge_expired();
-        self.effective().remove(name)
+        if let Some(manifest) = self.state().session.get(name) {
+            return Some(manifest.clone());
+        }
+        let view = self.scoped_view();
+        [Scope::Project, Scope::Global]
+            .into_iter()
+            .find_map(|scope| self.active_version(&view, scope, name))
     }
 
     /// Every tool that resolves, sorted by name.

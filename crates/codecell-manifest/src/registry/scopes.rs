@@ -85,6 +85,22 @@ impl Registry {
     }
 
     /// The active manifests of this registry's project (or of global).
+    /// The active version of `name` in one scope, if any.
+    pub(super) fn active_version(
+        &self,
+        view: &ScopedView,
+        scope: Scope,
+        name: &str,
+    ) -> Option<Manifest> {
+        let scope_id = self.scope_id(scope).ok()?;
+        let versions = Self::versions_in(view, scope, &scope_id, Some(name));
+        let active = self.active_ids(view, scope, &scope_id, &versions);
+        versions
+            .into_iter()
+            .find(|m| active.get(&m.name) == Some(&m.manifest_id))
+            .cloned()
+    }
+
     pub(super) fn active_versions(&self, view: &ScopedView, scope: Scope) -> Vec<Manifest> {
         let Ok(scope_id) = self.scope_id(scope) else {
             return Vec::new();
