@@ -25,8 +25,10 @@ pub(crate) const MAX_WASM_STACK: usize = 8 << 20;
 ///
 /// Secure defaults: the guest gets no preopened directories, no environment, no arguments, no
 /// network and an empty stdin; fuel metering and epoch interruption are always on; every run gets
-/// a fresh instance. The choices are which guest to load, where to cache its compiled form and
-/// how many runs may hold an instance at once (64; more wait their turn).
+/// a fresh instance, never used before, even when it was made ahead of time (the warm instance).
+/// The choices are which guest to load, where to cache its compiled form, how many runs may hold
+/// an instance at once (64; more wait their turn) and whether to keep a warm instance (the
+/// guest's default: CPython yes, RustPython no).
 #[derive(Debug, Clone)]
 pub struct EngineBuilder {
     guest: GuestKind,
