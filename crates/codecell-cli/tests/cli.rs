@@ -70,12 +70,8 @@ fn run_json_demo_is_ok_with_the_right_stdout() {
 #[test]
 fn guest_error_exits_1_with_error_object() {
     for guest in GUESTS {
-        let out = codecell(
-            &["run", "--guest", guest, "-", "--json"],
-            "raise ValueError('nope')",
-        );
-        assert_eq!(out.status.code(), Some(1));
-        let v = json_of(&out);
+        let (code, v) = run_json(guest, &[], "raise ValueError('nope')");
+        assert_eq!(code, Some(1));
         assert_eq!(v["status"], "error");
         assert_eq!(v["error"]["type"], "ValueError");
         assert_eq!(v["error"]["message"], "nope");
@@ -88,23 +84,23 @@ fn guest_error_exits_1_with_error_object() {
     }
 }
 
+/// `codecell run --guest GUEST - --json FLAGS…` with `code` on stdin: the exit code and the JSON.
+fn run_json(guest: &str, flags: &[&str], code: &str) -> (Option<i32>, Value) {
+    let mut args = vec!["run", "--guest", guest, "-", "--json"];
+    args.extend_from_slice(flags);
+    let out = codecell(&args, code);
+    (out.status.code(), json_of(&out))
+}
+
 #[test]
 fn limit_exits_1_and_names_the_limit() {
     for guest in GUESTS {
-        let out = codecell(
-            &[
-                "run",
-                "--guest",
-                guest,
-                "-",
-                "--json",
-                "--timeout-ms",
-                "1000",
-            ],
+        let (code, v) = run_json(
+            guest,
+            &["--timeout-ms", "1000"],
             "import time\ntime.sleep(3600)",
         );
-        assert_eq!(out.status.code(), Some(1));
-        let v = json_of(&out);
+        assert_eq!(code, Some(1));
         assert_eq!(v["status"], "limit");
         assert_eq!(v["limit"], "deadline");
     }
@@ -113,47 +109,23 @@ fn limit_exits_1_and_names_the_limit() {
 #[test]
 fn limit_flags_are_applied() {
     for guest in GUESTS {
-        let out = codecell(
-            &[
-                "run",
-                "--guest",
-                guest,
-                "-",
-                "--json",
-                "--max-output-bytes",
-                "10",
-            ],
+        let (_, v) = run_json(
+            guest,
+            &["--max-output-bytes", "10"],
             "print('0123456789abcdef')",
         );
-        let v = json_of(&out);
         assert_eq!(v["truncated"], true);
         assert_eq!(v["stdout"], "0123456789");
         assert_eq!(v["limit"], "output");
-        let out = codecell(
-            &["run", "--guest", guest, "-", "--json", "--memory-mb", "64"],
-            "b = bytearray(100 * 2**20)",
-        );
-        assert_eq!(json_of(&out)["limit"], "memory");
-        let out = codecell(
-            &["run", "--guest", guest, "-", "--json", "--fuel", "1000000"],
-            "while True: pass",
-        );
-        assert_eq!(json_of(&out)["limit"], "fuel");
-        let out = codecell(
-            &[
-                "run",
-                "--guest",
-                guest,
-                "-",
-                "--json",
-                "--tools",
-                &catalog(),
-                "--max-tool-calls",
-                "2",
-            ],
-            "for i in range(5): call_tool('text', 'stats', text='a')",
-        );
-        assert_eq!(json_of(&out)["limit"], "tool_calls");
+        let (_, v) = run_json(guest, &["--memory-mb", "64"], "b = bytearray(100 * 2**20)");
+        assert_eq!(v["limit"], "memory");
+        let (_, v) = run_json(guest, &["--fuel", "1000000"], "while True: pass");
+        assert_eq!(v["limit"], "fuel");
+        let catalog = catalog();
+        let flags = ["--tools", catalog.as_str(), "--max-tool-calls", "2"];
+        let code = "for i in range(5): call_tool('text', 'stats', text='a')";
+        let (_, v) = run_json(guest, &flags, code);
+        assert_eq!(v["limit"], "tool_calls");
     }
 }
 
