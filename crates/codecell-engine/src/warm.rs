@@ -56,13 +56,17 @@ impl Engine {
         let Some(warm) = &self.inner.warm else {
             return;
         };
+        // Outside a tokio runtime there is nothing to run the refill on: skip it, never panic.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         if warm.lock().map(|w| w.is_some()).unwrap_or(true)
             || self.inner.refilling.swap(true, Ordering::AcqRel)
         {
             return;
         }
         let engine = self.clone();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             // Cleared on drop too: a runtime shutting down drops this task mid-way.
             let _refilling = Refilling(engine.clone());
             let made = engine.make_warm().await;
