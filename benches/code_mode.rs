@@ -5,9 +5,8 @@
 //! `…/rustpython`). The loop ratios (guest / native python3) are printed at the end, from medians
 //! measured in the same run.
 
-use codecell::{
-    ALL_GUESTS, BUILD_COMMAND, Catalog, Engine, GuestKind, Limits, ToolSpec, handler_fn,
-};
+use codecell::{ALL_GUESTS, Catalog, Engine, GuestKind, Limits, ToolSpec, handler_fn};
+use codecell_tests::engine;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::process::Command;
@@ -17,13 +16,6 @@ use std::time::Duration;
 /// The loop body timed in both interpreters.
 const LOOP_BODY: &str = "x = _ * 2";
 const LOOP: &str = "for _ in range(1_000_000):\n    x = _ * 2\n";
-
-fn engine(guest: GuestKind) -> Engine {
-    Engine::builder()
-        .guest(guest)
-        .build()
-        .unwrap_or_else(|e| panic!("{e} (build the guests with `{BUILD_COMMAND}`)"))
-}
 
 fn echo_catalog() -> Arc<Catalog> {
     let spec = ToolSpec::new("echo", "Return the arguments.", json!({"type": "object"}));

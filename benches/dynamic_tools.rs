@@ -4,19 +4,13 @@
 //! `cargo bench --bench dynamic_tools`, every guest side by side (`dynamic_tools/<guest>/…`).
 //! Besides criterion's estimates, the medians of every timed call are printed per guest.
 
-use codecell::{ALL_GUESTS, BUILD_COMMAND, DynamicTools, Engine, GuestKind, RegistryOptions};
+use codecell::{ALL_GUESTS, DynamicTools, RegistryOptions};
+use codecell_tests::engine;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn engine(guest: GuestKind) -> Engine {
-    Engine::builder()
-        .guest(guest)
-        .build()
-        .unwrap_or_else(|e| panic!("{e} (build the guests with `{BUILD_COMMAND}`)"))
-}
 
 fn spec() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dynamic/word_frequency.json");

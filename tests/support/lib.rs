@@ -16,7 +16,8 @@ pub fn fixture(rel: &str) -> PathBuf {
 
 /// The process-wide engine for `guest`; panics with the build command when it is not built.
 pub fn engine(guest: GuestKind) -> Engine {
-    static ENGINES: [OnceLock<Engine>; ALL_GUESTS.len()] = [const { OnceLock::new() }; 2];
+    static ENGINES: [OnceLock<Engine>; ALL_GUESTS.len()] =
+        [const { OnceLock::new() }; ALL_GUESTS.len()];
     let slot = ALL_GUESTS
         .iter()
         .position(|g| *g == guest)

@@ -16,7 +16,11 @@ fn json_of(out: &Output) -> Value {
 }
 
 /// Every guest, by its `--guest` name: the run tests below are repeated on each.
-const GUESTS: [&str; 2] = ["cpython", "rustpython"];
+fn guests() -> impl Iterator<Item = &'static str> {
+    codecell::ALL_GUESTS
+        .into_iter()
+        .map(codecell::GuestKind::name)
+}
 
 fn catalog() -> String {
     fixture("demo/catalog.json").to_string_lossy().into_owned()
@@ -24,7 +28,7 @@ fn catalog() -> String {
 
 #[test]
 fn run_json_demo_is_ok_with_the_right_stdout() {
-    for guest in GUESTS {
+    for guest in guests() {
         let demo = fixture("snippets/demo.py").to_string_lossy().into_owned();
         let out = codecell(
             &[
@@ -69,7 +73,7 @@ fn run_json_demo_is_ok_with_the_right_stdout() {
 
 #[test]
 fn guest_error_exits_1_with_error_object() {
-    for guest in GUESTS {
+    for guest in guests() {
         let (code, v) = run_json(guest, &[], "raise ValueError('nope')");
         assert_eq!(code, Some(1));
         assert_eq!(v["status"], "error");
@@ -94,7 +98,7 @@ fn run_json(guest: &str, flags: &[&str], code: &str) -> (Option<i32>, Value) {
 
 #[test]
 fn limit_exits_1_and_names_the_limit() {
-    for guest in GUESTS {
+    for guest in guests() {
         let (code, v) = run_json(
             guest,
             &["--timeout-ms", "1000"],
@@ -108,7 +112,7 @@ fn limit_exits_1_and_names_the_limit() {
 
 #[test]
 fn limit_flags_are_applied() {
-    for guest in GUESTS {
+    for guest in guests() {
         let (_, v) = run_json(
             guest,
             &["--max-output-bytes", "10"],

@@ -19,7 +19,7 @@ use wasmtime::component::{HasSelf, Linker};
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
 /// Native wasm stack per run (virtual memory, committed only as used).
-pub(crate) const MAX_WASM_STACK: usize = 8 << 20;
+const MAX_WASM_STACK: usize = 8 << 20;
 
 /// Builds an [`Engine`].
 ///
@@ -94,15 +94,8 @@ impl EngineBuilder {
                     .unwrap_or_else(|| PathBuf::from("cache"))
             });
 
-        let mut config = wasmtime::Config::new();
-        config.consume_fuel(true);
+        let mut config = base_config();
         config.epoch_interruption(true);
-        config.wasm_component_model(true);
-        // CPython's own C-recursion guard (about 1 MB of its shadow stack) must trip before wasm's
-        // native stack runs out, so deep nesting in json/repr is a catchable RecursionError rather
-        // than a trap; 8 MiB was measured to be enough for json.dumps, and a trap is still handled.
-        config.max_wasm_stack(MAX_WASM_STACK);
-        config.async_stack_size(MAX_WASM_STACK + (1 << 20));
         config.allocation_strategy(pool::strategy(self.max_concurrent_runs));
         let wasmtime = wasmtime::Engine::new(&config).map_err(EngineError::wasmtime)?;
 
@@ -141,6 +134,20 @@ impl EngineBuilder {
             }),
         })
     }
+}
+
+/// The wasmtime settings every engine running a guest shares, the pre-initialiser's included:
+/// fuel metering, the component model and the wasm stack sizes.
+pub(crate) fn base_config() -> wasmtime::Config {
+    let mut config = wasmtime::Config::new();
+    config.consume_fuel(true);
+    config.wasm_component_model(true);
+    // CPython's own C-recursion guard (about 1 MB of its shadow stack) must trip before wasm's
+    // native stack runs out, so deep nesting in json/repr is a catchable RecursionError rather
+    // than a trap; 8 MiB was measured to be enough for json.dumps, and a trap is still handled.
+    config.max_wasm_stack(MAX_WASM_STACK);
+    config.async_stack_size(MAX_WASM_STACK + (1 << 20));
+    config
 }
 
 /// A linker with WASI (an empty context is supplied per run) and the three host functions.

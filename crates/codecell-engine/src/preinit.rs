@@ -34,12 +34,8 @@ fn init_limits() -> Limits {
 /// compiled without optimisation (several times faster to compile for a 30 MB guest). Fuel,
 /// not a wall clock, bounds it: a guest that loops in its init fails after `init_limits().fuel`.
 fn init_engine() -> wasmtime::Result<wasmtime::Engine> {
-    let mut config = wasmtime::Config::new();
-    config.consume_fuel(true);
-    config.wasm_component_model(true);
+    let mut config = crate::engine::base_config();
     config.cranelift_opt_level(wasmtime::OptLevel::None);
-    config.max_wasm_stack(crate::engine::MAX_WASM_STACK);
-    config.async_stack_size(crate::engine::MAX_WASM_STACK + (1 << 20));
     wasmtime::Engine::new(&config)
 }
 

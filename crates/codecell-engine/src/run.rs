@@ -102,10 +102,9 @@ impl Engine {
             RunState::new(limits, catalog, deadline),
         );
         store.limiter(|s| &mut s.limiter);
-        store.set_fuel(limits.fuel).map_err(EngineError::wasmtime)?;
+        arm(&mut store, limits)?;
         // Each epoch tick, check the wall clock: past the deadline, interrupt; otherwise yield so
         // a CPU-bound guest never starves the other tasks of the async runtime.
-        store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
             if Instant::now() >= ctx.data().deadline {
                 Ok(UpdateDeadline::Interrupt)
@@ -182,6 +181,13 @@ impl Engine {
         self.refill_warm();
         Ok((outcome, value))
     }
+}
+
+/// Gives a store its run's fuel and starts its epoch deadline (one tick; the callback decides).
+pub(crate) fn arm(store: &mut Store<RunState>, limits: &Limits) -> Result<(), EngineError> {
+    store.set_fuel(limits.fuel).map_err(EngineError::wasmtime)?;
+    store.set_epoch_deadline(1);
+    Ok(())
 }
 
 /// Instantiation failed: a host failure, not the guest's doing.

@@ -46,8 +46,7 @@ impl Engine {
             // Its memory is already over this run's cap: let the caller instantiate afresh.
             return None;
         }
-        warm.store.set_fuel(limits.fuel).ok()?;
-        warm.store.set_epoch_deadline(1);
+        crate::run::arm(&mut warm.store, limits).ok()?;
         Some(warm)
     }
 
