@@ -128,4 +128,39 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
             "{'count': 2, 'word': 'b'}\n".to_string() + &"ToolError True\n".repeat(5)
         );
     }
+
+    /// wasmtime 48 recycled a pooled linear memory with one dirty-page scan of at most 32 regions
+    /// and decommitted the rest, so each run page-faulted the interpreter's heap back in
+    /// (`vendor/README.md`). The patched reset scans in rounds; this checks a slot reused after a
+    /// run that dirtied far more than 32 regions (module state, scattered buffers, grown memory)
+    /// comes back exactly as the snapshot left it.
+    #[tokio::test]
+    async fn a_reused_slot_is_fully_reset_after_dirtying_many_regions() {
+        // One slot (and so no warm instance): every run below reuses the same linear memory.
+        let engine = codecell::Engine::builder()
+            .guest(GUEST)
+            .max_concurrent_runs(1)
+            .build()
+            .expect("guest built");
+        let limits = Limits::default();
+        let modules = "import builtins, json, re, collections, datetime, decimal, fractions, \
+                       statistics, itertools, functools, string, math, random\n\
+                       mods = [builtins, json, re, collections, datetime, decimal, fractions, \
+                       statistics, itertools, functools, string, math, random]\n";
+        let dirty = format!(
+            "{modules}for m in mods:\n    setattr(m, 'codecell_leak', 1)\njson.dumps = None\n\
+             keep = [bytearray(b'\\xff') * 4096 for _ in range(3000)]\n\
+             big = bytearray(b'\\xff') * 30_000_000\nprint('dirtied')"
+        );
+        let check = format!(
+            "{modules}print(sum(hasattr(m, 'codecell_leak') for m in mods), json.dumps([1]), \
+             bytearray(30_000_000).count(0) == 30_000_000)"
+        );
+        for round in 0..3 {
+            let outcome = engine.run_snippet(&dirty, None, &limits).await.unwrap();
+            assert_eq!(outcome.stdout, "dirtied\n", "round {round}: {outcome:#?}");
+            let outcome = engine.run_snippet(&check, None, &limits).await.unwrap();
+            assert_eq!(outcome.stdout, "0 [1] True\n", "round {round}: {outcome:#?}");
+        }
+    }
 }
