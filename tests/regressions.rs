@@ -163,4 +163,28 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
             assert_eq!(outcome.stdout, "0 [1] True\n", "round {round}: {outcome:#?}");
         }
     }
+
+    /// RustPython seeds `random.Random()` from rand's thread-local generator, and the snapshot
+    /// froze its state: every run's `Random()` gave the same numbers. The guest now reseeds that
+    /// generator from WASI's random source at the start of each run.
+    #[tokio::test]
+    async fn new_random_instances_differ_between_runs() {
+        let code = "import random\nprint(random.Random().random(), random.Random().getrandbits(64))";
+        let a = run(GUEST, code).await;
+        let b = run(GUEST, code).await;
+        assert_eq!(a.status, Status::Ok, "{a:#?}");
+        assert_ne!(a.stdout, b.stdout, "two runs' Random() drew the same numbers");
+    }
+
+    /// The guests run a few snippets (one raising) before the snapshot, to warm the
+    /// interpreter's caches; none of that may be visible to a run.
+    #[tokio::test]
+    async fn the_build_time_warm_up_leaves_no_trace() {
+        let code = "import sys\nprint(sys.exc_info() == (None, None, None), \
+                    hasattr(sys, 'last_value'), sys.getrecursionlimit())";
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        let limit = Limits::default().recursion_limit;
+        assert_eq!(outcome.stdout, format!("True False {limit}\n"));
+    }
 }

@@ -15,6 +15,7 @@ Everything that differs between the guests is in the module `_codecell_binding` 
 - `byte_buffer(fd)`: the `.buffer` of the new sys.stdout (fd 1) or sys.stderr (fd 2);
 - `set_std_streams(stdout, stderr)`: installs them;
 - `recursion_limit(options)`: the limit out of what the runtime passes as `options`;
+- `WARM_UP_OPTIONS`: an `options` value for the build-time warm-up runs (see `_warm_up`);
 - `snippet_result(failure)`, `tool_result(ok, value)`: what the export gives its runtime, from
   None or a failure, and from (True, canonical JSON) or (False, failure); a failure is the
   `(kind, message, traceback)` tuple of _codecell_failure;
@@ -93,3 +94,33 @@ def run_tool(source, imports, args_json, options):
     except BaseException as e:
         outcome = (False, to_failure(e))
     return _binding.tool_result(*outcome)
+
+
+# Runs made before the snapshot, with output going nowhere: an error snippet (tracebacks), a
+# printing one, and a dynamic tool. Every run starts from the snapshot, so what an interpreter
+# learns while running this module's code (specialised bytecode, attribute and method caches)
+# would otherwise be relearned, and paid for, by every run.
+_WARM_UP_SNIPPETS = ("print(1+1)", "raise ValueError('warm-up')")
+_WARM_UP_TOOL = "def execute(args):\n    return {'echo': args}\n"
+_WARM_UP_ROUNDS = 8
+
+
+def _warm_up() -> None:
+    real_write = _binding.write
+    _binding.write = lambda fd, data: True
+    try:
+        for _ in range(_WARM_UP_ROUNDS):
+            for code in _WARM_UP_SNIPPETS:
+                try:
+                    run_snippet(code, _binding.WARM_UP_OPTIONS)
+                except BaseException:  # the CPython binding raises a failure as its WIT error
+                    pass
+            try:
+                run_tool(_WARM_UP_TOOL, [], '{"x": [1, "a"]}', _binding.WARM_UP_OPTIONS)
+            except BaseException:
+                pass
+    finally:
+        _binding.write = real_write
+
+
+_warm_up()

@@ -11,7 +11,7 @@ import sys
 
 from componentize_py_types import Err
 from wit_world.imports import host
-from wit_world.imports.types import Failure
+from wit_world.imports.types import Failure, RunOptions
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -73,6 +73,9 @@ def set_std_streams(stdout, stderr):
 
 def recursion_limit(options):
     return options.recursion_limit
+
+
+WARM_UP_OPTIONS = RunOptions(recursion_limit=1000)
 
 
 def _error(failure) -> Err:

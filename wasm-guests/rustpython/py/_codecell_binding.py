@@ -55,6 +55,9 @@ def recursion_limit(options):
     return options
 
 
+WARM_UP_OPTIONS = 1000
+
+
 def snippet_result(failure):
     return failure
 

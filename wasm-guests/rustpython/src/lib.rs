@@ -62,9 +62,21 @@ fn build() -> Result<State, Failure> {
 
 /// Builds the interpreter if this instance has not yet, then runs `f` inside it.
 fn with_app<T>(f: impl FnOnce(&VirtualMachine, &PyObjectRef) -> Result<T, Failure>) -> Result<T, Failure> {
+    reseed_thread_rng()?;
     STATE.with(|cell| match cell.get_or_init(build) {
         Ok(state) => state.interp.enter(|vm| f(vm, &state.app)),
         Err(failure) => Err(failure.clone()),
+    })
+}
+
+/// Draws a new key for rand's thread-local generator from WASI's random source (fresh per
+/// instance). Without it every run would continue the generator state frozen in the snapshot,
+/// and `random.Random()` would give the same numbers in every run.
+fn reseed_thread_rng() -> Result<(), Failure> {
+    rand::rng().reseed().map_err(|e| Failure {
+        kind: "GuestStartError".to_owned(),
+        message: format!("the RustPython guest could not seed its random generator: {e}"),
+        traceback: String::new(),
     })
 }
 
