@@ -187,4 +187,47 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
         let limit = Limits::default().recursion_limit;
         assert_eq!(outcome.stdout, format!("True False {limit}\n"));
     }
+
+    /// RustPython's `call_tool` moved from Python into the guest's Rust (its frame cost more
+    /// than the host round trip). Its checks, errors and results must stay those of the Python
+    /// version the CPython guest runs: one expected output for both guests.
+    #[tokio::test]
+    async fn call_tool_checks_and_errors_are_the_same_on_both_guests() {
+        let code = r#"
+for bad in [(), ("text",), ("text", "stats", "x"), (1, "stats")]:
+    try:
+        call_tool(*bad)
+    except TypeError as e:
+        print("TypeError:", e)
+try:
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        call_tool("text", "stats", text={1})
+except ToolError as e:
+    print("ToolError:", e, e.__cause__, e.__suppress_context__)
+try:
+    call_tool("text", "nope")
+except ToolError as e:
+    print("ToolError:", str(e).split(";")[0], e.__cause__, e.__suppress_context__)
+print(call_tool("text", "top_words", text="b a b c", limit=2))
+print(call_tool("text", "stats", **{"text": "one two"}))
+"#;
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        let expected = "\
+TypeError: call_tool() missing 2 required positional arguments: 'category' and 'name'
+TypeError: call_tool() missing 1 required positional argument: 'name'
+TypeError: call_tool() takes 2 positional arguments but 3 were given
+TypeError: call_tool(category, name, **kwargs): category and name must be str
+ToolError: arguments of text/stats are not JSON: Object of type set is not JSON serializable None True
+ToolError: unknown tool \"nope\" in category \"text\" None True
+";
+        let (head, tail) = outcome.stdout.split_at(expected.len().min(outcome.stdout.len()));
+        assert_eq!(head, expected, "{}", outcome.stdout);
+        let lines: Vec<&str> = tail.lines().collect();
+        assert_eq!(lines.len(), 2, "{tail}");
+        assert!(lines[0].starts_with("{'words': [{'count': 2, 'word': 'b'}"), "{tail}");
+        assert!(lines[1].starts_with("{'") && lines[1].contains("'words': 2"), "{tail}");
+    }
 }

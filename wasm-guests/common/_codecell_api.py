@@ -63,6 +63,12 @@ def call_tool(category: str, name: str, /, **kwargs):
     return _DECODE_RESULT(value)
 
 
+# A binding may bring the whole call natively, with the same checks and errors (RustPython: the
+# frame of the function above cost more than the host round trip).
+if hasattr(_binding, "native_call_tool"):
+    call_tool = _binding.native_call_tool(ToolError)
+
+
 def install() -> types.ModuleType:
     """Registers the `codecell` module so that stubs can `from codecell import call_tool`."""
     module = types.ModuleType("codecell", "Host functions of the codecell sandbox.")

@@ -20,7 +20,9 @@ Everything that differs between the guests is in the module `_codecell_binding` 
   None or a failure, and from (True, canonical JSON) or (False, failure); a failure is the
   `(kind, message, traceback)` tuple of _codecell_failure;
 - optionally `encode_args(kwargs)` and `decode_result(text)`: native JSON codecs for tool calls,
-  raising what `json` would (TypeError, ValueError); the stdlib's json is used without them.
+  raising what `json` would (TypeError, ValueError); the stdlib's json is used without them;
+- optionally `native_call_tool(ToolError)`: a native replacement for `_codecell_api.call_tool`
+  with the same checks and errors.
 
 Each run happens in a fresh instance, so nothing a run does survives it. Every exception is
 caught here: one escaping would trap the instance (CPython) or lose the user's traceback.

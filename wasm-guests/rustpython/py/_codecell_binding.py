@@ -1,7 +1,7 @@
 """The RustPython guest's binding: what ../../common/ needs from this guest.
 
 The names are listed in ../../common/_codecell_exports.py. The native module `_codecell_host`
-(src/native.rs) gives most of them as they are: its `ls`, `read` and `call_tool` already return
+(src/native.rs) gives most of them as they are: its `ls`, `read` and `call_tool_json` already return
 `(True, value)` / `(False, message)`, and `write(fd, bytes)` goes straight to the WASI stream.
 RustPython's own stdio objects are not used at all. src/lib.rs passes the recursion limit as an
 int and reads a failure as the `(kind, message, traceback)` tuple itself.
@@ -10,7 +10,15 @@ int and reads a failure as the `(kind, message, traceback)` tuple itself.
 import sys
 import time
 
-from _codecell_host import call_tool, decode_result, encode_args, ls, read, write  # noqa: F401  (the binding's interface)
+import _codecell_host
+from _codecell_host import decode_result, encode_args, ls, read, write  # noqa: F401  (the binding's interface)
+from _codecell_host import call_tool_json as call_tool  # noqa: F401
+
+
+def native_call_tool(tool_error):
+    """The guest-facing `call_tool`, natively: see `call_tool` in src/native.rs."""
+    _codecell_host.set_tool_error(tool_error)
+    return _codecell_host.call_tool
 
 
 # WASI has no time zones. CPython's WASI build says so with UTC values; RustPython's `time` lacks

@@ -10,8 +10,10 @@
 use rustpython_vm::{
     AsObject, PyObjectRef, PyResult, VirtualMachine,
     builtins::{PyDict, PyFloat, PyInt, PyList, PyStr, PyTuple},
+    function::KwArgs,
 };
-use serde_json::Value;
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
 
 /// Deeper than this is refused (and is how a circular structure ends); the host refuses far
 /// shallower nesting anyway (serde_json's limit of 128).
@@ -24,11 +26,29 @@ pub(crate) fn encode(obj: &PyObjectRef, vm: &VirtualMachine) -> PyResult<String>
     Ok(out)
 }
 
+/// Encodes a call's keyword arguments as a JSON object, in the order they were passed.
+pub(crate) fn encode_kwargs(kwargs: &KwArgs, vm: &VirtualMachine) -> PyResult<String> {
+    let mut out = String::from("{");
+    for (n, (key, value)) in kwargs.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        write_text(&key.to_string_lossy(), &mut out);
+        out.push(':');
+        write_value(value, &mut out, 1, vm)?;
+    }
+    out.push('}');
+    Ok(out)
+}
+
 fn write_str(s: &PyStr, out: &mut String) {
     // Lone surrogates cannot cross into the host's UTF-8 string: they become U+FFFD, as the
     // binding's `to_string_lossy` did before.
-    let text = s.to_string_lossy();
-    out.push_str(&serde_json::to_string(text.as_ref()).unwrap_or_else(|_| "\"\"".into()));
+    write_text(&s.to_string_lossy(), out);
+}
+
+fn write_text(text: &str, out: &mut String) {
+    out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
 }
 
 fn write_float(f: f64, out: &mut String, vm: &VirtualMachine) -> PyResult<()> {
@@ -129,38 +149,76 @@ fn write_key(key: &PyObjectRef, out: &mut String, vm: &VirtualMachine) -> PyResu
     Ok(())
 }
 
-/// Parses the host's JSON result into Python values (dict, list, str, int, float, bool, None).
+/// Parses the host's JSON result into Python values (dict, list, str, int, float, bool, None),
+/// building them as the parser goes, in document order.
 pub(crate) fn decode(text: &str, vm: &VirtualMachine) -> PyResult<PyObjectRef> {
-    let value: Value = serde_json::from_str(text)
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = PyValue(vm)
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value))
         .map_err(|e| vm.new_value_error(format!("the tool result is not JSON: {e}")))?;
-    Ok(to_python(&value, vm))
+    Ok(value)
 }
 
-fn to_python(value: &Value, vm: &VirtualMachine) -> PyObjectRef {
-    match value {
-        Value::Null => vm.ctx.none(),
-        Value::Bool(b) => vm.ctx.new_bool(*b).into(),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                vm.ctx.new_int(i).into()
-            } else if let Some(u) = n.as_u64() {
-                vm.ctx.new_int(u).into()
-            } else {
-                vm.ctx.new_float(n.as_f64().unwrap_or(f64::NAN)).into()
-            }
+/// A serde seed and visitor that makes the Python value of one JSON value.
+#[derive(Clone, Copy)]
+struct PyValue<'vm>(&'vm VirtualMachine);
+
+impl<'de> DeserializeSeed<'de> for PyValue<'_> {
+    type Value = PyObjectRef;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<PyObjectRef, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PyValue<'_> {
+    type Value = PyObjectRef;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<PyObjectRef, E> {
+        Ok(self.0.ctx.none())
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<PyObjectRef, E> {
+        Ok(self.0.ctx.new_bool(v).into())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<PyObjectRef, E> {
+        Ok(self.0.ctx.new_int(v).into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<PyObjectRef, E> {
+        Ok(self.0.ctx.new_int(v).into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<PyObjectRef, E> {
+        Ok(self.0.ctx.new_float(v).into())
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<PyObjectRef, E> {
+        Ok(self.0.ctx.new_str(v).into())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PyObjectRef, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
         }
-        Value::String(s) => vm.ctx.new_str(s.as_str()).into(),
-        Value::Array(items) => vm
-            .ctx
-            .new_list(items.iter().map(|v| to_python(v, vm)).collect())
-            .into(),
-        Value::Object(map) => {
-            let dict = vm.ctx.new_dict();
-            for (k, v) in map {
-                // Setting a str key on a fresh dict cannot fail.
-                let _ = dict.set_item(k.as_str(), to_python(v, vm), vm);
-            }
-            dict.into()
+        Ok(self.0.ctx.new_list(items).into())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PyObjectRef, A::Error> {
+        let dict = self.0.ctx.new_dict();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            let value = map.next_value_seed(self)?;
+            // A later duplicate key replaces the earlier one, as in Python's json.
+            dict.set_item(key.as_ref(), value, self.0)
+                .map_err(|_| A::Error::custom("a key could not be set"))?;
         }
+        Ok(dict.into())
     }
 }

@@ -1,0 +1,57 @@
+//! A profiling target: one run making many `call_tool` round trips to an in-process echo tool.
+//!
+//! `cargo build --release --example call_tool_loop && perf record -g target/release/examples/call_tool_loop rustpython 200000`
+//! Prints the mean round trip as the guest timed it. Figures quoted anywhere come from
+//! `cargo bench --bench code_mode`.
+
+use codecell::{ALL_GUESTS, Catalog, Limits, ToolSpec, handler_fn};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn main() {
+    let guest_name = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "rustpython".into());
+    let Some(guest) = ALL_GUESTS.iter().find(|g| g.name() == guest_name) else {
+        eprintln!("usage: call_tool_loop [cpython|rustpython] [CALLS]");
+        std::process::exit(2);
+    };
+    let calls: u64 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000);
+    let spec = ToolSpec::new(
+        "echo",
+        "Return the arguments.",
+        serde_json::json!({"type": "object"}),
+    );
+    let catalog = Arc::new(
+        Catalog::builder()
+            .category("bench", "Benchmark tools.")
+            .tool("bench", spec, handler_fn(Ok))
+            .build()
+            .expect("catalog builds"),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let engine = codecell_tests::engine(*guest);
+    let limits = Limits {
+        deadline: Duration::from_secs(600),
+        fuel: u64::MAX / 2,
+        max_tool_calls: u32::MAX,
+        ..Limits::default()
+    };
+    let code = format!(
+        "import time\nt0 = time.perf_counter()\nfor _ in range({calls}):\n    call_tool('bench', 'echo', x=1)\n\
+         print((time.perf_counter() - t0) / {calls} * 1e6)"
+    );
+    let outcome = rt
+        .block_on(engine.run_snippet(&code, Some(catalog), &limits))
+        .expect("run");
+    println!(
+        "{guest}: {} µs per call_tool round trip",
+        outcome.stdout.trim()
+    );
+}
