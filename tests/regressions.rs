@@ -212,6 +212,8 @@ except ToolError as e:
     print("ToolError:", str(e).split(";")[0], e.__cause__, e.__suppress_context__)
 print(call_tool("text", "top_words", text="b a b c", limit=2))
 print(call_tool("text", "stats", **{"text": "one two"}))
+escapes = "a \"b\" \\ c\n\x01\x1f\t\u00e9\U0001F600 x"
+print(call_tool("text", "stats", text=escapes)["characters"] == len(escapes) == 17)
 "#;
         let outcome = run(GUEST, code).await;
         assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
@@ -226,8 +228,9 @@ ToolError: unknown tool \"nope\" in category \"text\" None True
         let (head, tail) = outcome.stdout.split_at(expected.len().min(outcome.stdout.len()));
         assert_eq!(head, expected, "{}", outcome.stdout);
         let lines: Vec<&str> = tail.lines().collect();
-        assert_eq!(lines.len(), 2, "{tail}");
+        assert_eq!(lines.len(), 3, "{tail}");
         assert!(lines[0].starts_with("{'words': [{'count': 2, 'word': 'b'}"), "{tail}");
         assert!(lines[1].starts_with("{'") && lines[1].contains("'words': 2"), "{tail}");
+        assert_eq!(lines[2], "True", "escaped arguments arrive intact");
     }
 }

@@ -47,8 +47,33 @@ fn write_str(s: &PyStr, out: &mut String) {
     write_text(&s.to_string_lossy(), out);
 }
 
+/// Appends `text` as a JSON string literal, escaped in place (no intermediate allocation).
 fn write_text(text: &str, out: &mut String) {
-    out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
+    out.reserve(text.len() + 2);
+    out.push('"');
+    let mut plain = 0;
+    for (i, byte) in text.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[plain..i]);
+        if escape.is_empty() {
+            out.push_str(&format!("\\u{byte:04x}"));
+        } else {
+            out.push_str(escape);
+        }
+        plain = i + 1;
+    }
+    out.push_str(&text[plain..]);
+    out.push('"');
 }
 
 fn write_float(f: f64, out: &mut String, vm: &VirtualMachine) -> PyResult<()> {
