@@ -4,22 +4,13 @@
 //! Prints the mean round trip as the guest timed it. Figures quoted anywhere come from
 //! `cargo bench --bench code_mode`.
 
-use codecell::{ALL_GUESTS, Catalog, Limits, ToolSpec, handler_fn};
+use codecell::{Catalog, Limits, ToolSpec, handler_fn};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn main() {
-    let guest_name = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "rustpython".into());
-    let Some(guest) = ALL_GUESTS.iter().find(|g| g.name() == guest_name) else {
-        eprintln!("usage: call_tool_loop [cpython|rustpython] [CALLS]");
-        std::process::exit(2);
-    };
-    let calls: u64 = std::env::args()
-        .nth(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200_000);
+    let (guest, calls) =
+        codecell_tests::example_args(200_000, "call_tool_loop [cpython|rustpython] [CALLS]");
     let spec = ToolSpec::new(
         "echo",
         "Return the arguments.",
@@ -36,7 +27,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let engine = codecell_tests::engine(*guest);
+    let engine = codecell_tests::engine(guest);
     let limits = Limits {
         deadline: Duration::from_secs(600),
         fuel: u64::MAX / 2,

@@ -5,26 +5,17 @@
 //! Prints the median, 10th and 90th percentile of the runs. Timings here are for profiling; the
 //! figures quoted anywhere come from `cargo bench --bench code_mode`.
 
-use codecell::{ALL_GUESTS, Limits};
+use codecell::Limits;
 
 fn main() {
-    let guest_name = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "rustpython".into());
-    let Some(guest) = ALL_GUESTS.iter().find(|g| g.name() == guest_name) else {
-        eprintln!("usage: fresh_loop [cpython|rustpython] [RUNS]");
-        std::process::exit(2);
-    };
-    let runs: usize = std::env::args()
-        .nth(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2000)
-        .max(1);
+    let (guest, runs) =
+        codecell_tests::example_args(2000, "fresh_loop [cpython|rustpython] [RUNS]");
+    let runs = runs as usize;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let engine = codecell_tests::engine(*guest);
+    let engine = codecell_tests::engine(guest);
     let limits = Limits::default();
     let run_once = || {
         let started = std::time::Instant::now();

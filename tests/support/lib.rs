@@ -76,3 +76,18 @@ pub async fn run_with(guest: GuestKind, code: &str, limits: &Limits) -> Outcome 
 pub async fn run(guest: GuestKind, code: &str) -> Outcome {
     run_with(guest, code, &Limits::default()).await
 }
+
+/// The `[GUEST] [COUNT]` arguments of the profiling loops in `examples/` (RustPython and
+/// `default_count` when absent); exits with `usage` when either is not understood.
+pub fn example_args(default_count: u64, usage: &str) -> (GuestKind, u64) {
+    let mut args = std::env::args().skip(1);
+    let guest = args.next().unwrap_or_else(|| "rustpython".into()).parse();
+    let count = args.next().map_or(Ok(default_count), |s| s.parse());
+    match (guest, count) {
+        (Ok(guest), Ok(count)) if count > 0 => (guest, count),
+        _ => {
+            eprintln!("usage: {usage}");
+            std::process::exit(2);
+        }
+    }
+}
