@@ -233,4 +233,30 @@ ToolError: unknown tool \"nope\" in category \"text\" None True
         assert!(lines[1].starts_with("{'") && lines[1].contains("'words': 2"), "{tail}");
         assert_eq!(lines[2], "True", "escaped arguments arrive intact");
     }
+
+    /// The CPython guest keeps one C JSON encoder for tool arguments; a failed encoding leaves
+    /// the containers it was inside in the encoder's circular-reference markers, so without
+    /// clearing them the next call with the same (or a reused) object was refused as circular.
+    #[tokio::test]
+    async fn a_failed_argument_encoding_does_not_poison_the_next_call() {
+        let code = r#"
+inner = [float("nan")]
+try:
+    call_tool("text", "stats", text="a b", extra=inner)
+except ToolError as e:
+    print("refused:", "not JSON" in str(e))
+inner[0] = 1
+try:
+    call_tool("text", "stats", text="a b", extra=inner)
+except ToolError as e:
+    print("second refused as circular:", "Circular" in str(e))
+"#;
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        // The second call reaches the host, which refuses the unknown `extra` argument.
+        assert_eq!(
+            outcome.stdout,
+            "refused: True\nsecond refused as circular: False\n"
+        );
+    }
 }

@@ -23,10 +23,49 @@ ToolError.__module__ = "codecell"
 # Built once: `json.dumps` with options constructs a new encoder on every call, which would
 # double the cost of a tool call's argument encoding. A binding may bring native codecs with the
 # same refusals (RustPython's pure-Python json costs several times a whole host round trip).
-_ENCODE_ARGS = getattr(_binding, "encode_args", None) or json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False
-).encode
-_DECODE_RESULT = getattr(_binding, "decode_result", None) or json.JSONDecoder().decode
+def _reused_encoder():
+    """`json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode`, built once.
+
+    `encode` makes a new C encoder (and its Python wrappers run) on every call; here one C
+    encoder is kept, with its circular-reference markers cleared before each use (a failed
+    encoding leaves entries behind). Without the C accelerator, the plain `encode` is used.
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    markers = {}
+    c_encode = make(markers, encoder.default, json.encoder.encode_basestring, None,
+                    encoder.key_separator, encoder.item_separator, False, False, False)
+
+    def encode_args(obj):
+        markers.clear()
+        return "".join(c_encode(obj, 0))
+
+    return encode_args
+
+
+def _scanning_decoder():
+    """`json.JSONDecoder().decode` for the host's results, minus its Python layers.
+
+    The host sends compact, valid JSON, which one call of the (C) scanner reads whole; anything
+    else (trailing text, a scan failure) goes through `decode` itself, for its exact error.
+    """
+    decoder = json.JSONDecoder()
+    scan_once, decode = decoder.scan_once, decoder.decode
+
+    def decode_result(text):
+        try:
+            value, end = scan_once(text, 0)
+        except StopIteration:
+            return decode(text)
+        return value if end == len(text) else decode(text)
+
+    return decode_result
+
+
+_ENCODE_ARGS = getattr(_binding, "encode_args", None) or _reused_encoder()
+_DECODE_RESULT = getattr(_binding, "decode_result", None) or _scanning_decoder()
 
 
 def ls(path: str = "tools/") -> list:

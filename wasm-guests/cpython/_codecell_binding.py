@@ -47,8 +47,11 @@ def read(path):
 
 
 def call_tool(category, name, args_json):
+    # The common case, all ASCII, skips three calls of _wit_str.
+    if not (category.isascii() and name.isascii() and args_json.isascii()):
+        category, name, args_json = _wit_str(category), _wit_str(name), _wit_str(args_json)
     try:
-        return (True, host.call_tool(_wit_str(category), _wit_str(name), _wit_str(args_json)))
+        return (True, host.call_tool(category, name, args_json))
     except Err as e:
         return (False, e.value)
 
