@@ -26,8 +26,8 @@ impl GuestKind {
     /// Whether an engine keeps a warm instance for this guest unless told otherwise.
     ///
     /// Measured in one benchmark run (`fresh_run_print_1_plus_1`, back to back): CPython, whose
-    /// instantiation links dozens of modules (~1.7 ms), went from 3.00 to 2.52 ms with it;
-    /// RustPython (~0.4 ms to instantiate) went from 1.27 to 1.93 ms, because making the next
+    /// instantiation links dozens of modules (~1.3 ms), went from 1.61 to 1.23 ms with it;
+    /// RustPython (~0.2 ms to instantiate) went from 0.41 to 0.52 ms, because making the next
     /// instance on another thread while a run executes costs both of them page-table contention.
     pub fn warm_by_default(self) -> bool {
         matches!(self, GuestKind::CPython)
