@@ -20,9 +20,6 @@ class ToolError(Exception):
 ToolError.__module__ = "codecell"
 
 
-# Built once: `json.dumps` with options constructs a new encoder on every call, which would
-# double the cost of a tool call's argument encoding. A binding may bring native codecs with the
-# same refusals (RustPython's pure-Python json costs several times a whole host round trip).
 def _reused_encoder():
     """`json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode`, built once.
 
@@ -31,6 +28,8 @@ def _reused_encoder():
     encoding leaves entries behind). Without the C accelerator, the plain `encode` is used.
     """
     encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+    # The positional arguments of CPython 3.13+ (`allow_nan` last); a different signature fails
+    # here, at build time, not in a run.
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return encoder.encode
@@ -64,6 +63,8 @@ def _scanning_decoder():
     return decode_result
 
 
+# A binding may bring native codecs with the same refusals (RustPython's pure-Python json costs
+# several times a whole host round trip); otherwise the stdlib's C codecs, set up once.
 _ENCODE_ARGS = getattr(_binding, "encode_args", None) or _reused_encoder()
 _DECODE_RESULT = getattr(_binding, "decode_result", None) or _scanning_decoder()
 
