@@ -170,7 +170,7 @@ fn write_key(key: &PyObjectRef, out: &mut String, vm: &VirtualMachine) -> PyResu
             key.class().name()
         )));
     };
-    out.push_str(&serde_json::to_string(&text).unwrap_or_default());
+    write_text(&text, out);
     Ok(())
 }
 
