@@ -2,7 +2,8 @@
 //!
 //! `cargo build --release --example call_tool_loop && perf record -g target/release/examples/call_tool_loop rustpython 200000`
 //! Prints the mean round trip as the guest timed it. Figures quoted anywhere come from
-//! `cargo bench --bench code_mode`.
+//! `cargo bench --bench code_mode`. With `CODECELL_SNIPPET=FILE` it runs that file instead, with the
+//! same `bench/echo` tool and limits, and prints its output and the fuel it used (for comparing variants).
 
 use codecell::{Catalog, Limits, ToolSpec, handler_fn};
 use std::sync::Arc;
@@ -34,15 +35,22 @@ fn main() {
         max_tool_calls: u32::MAX,
         ..Limits::default()
     };
-    let code = format!(
+    let snippet = std::env::var_os("CODECELL_SNIPPET")
+        .map(|path| std::fs::read_to_string(&path).expect("CODECELL_SNIPPET is readable"));
+    let code = snippet.unwrap_or_else(|| format!(
         "import time\nt0 = time.perf_counter()\nfor _ in range({calls}):\n    call_tool('bench', 'echo', x=1)\n\
          print((time.perf_counter() - t0) / {calls} * 1e6)"
-    );
+    ));
     let outcome = rt
         .block_on(engine.run_snippet(&code, Some(catalog), &limits))
         .expect("run");
-    println!(
-        "{guest}: {} µs per call_tool round trip",
-        outcome.stdout.trim()
-    );
+    if std::env::var_os("CODECELL_SNIPPET").is_some() {
+        print!("{}{}", outcome.stdout, outcome.stderr);
+        println!("fuel used: {}", outcome.fuel_used);
+    } else {
+        println!(
+            "{guest}: {} µs per call_tool round trip",
+            outcome.stdout.trim()
+        );
+    }
 }

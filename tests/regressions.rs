@@ -190,7 +190,9 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
 
     /// RustPython's `call_tool` moved from Python into the guest's Rust (its frame cost more
     /// than the host round trip). Its checks, errors and results must stay those of the Python
-    /// version the CPython guest runs: one expected output for both guests.
+    /// version the CPython guest runs: one expected output for both guests. Calls are made both
+    /// ways RustPython can dispatch them: written out (its vectorcall slot) and through `*args`,
+    /// `**kwargs` or `functools.partial` (its generic call slot); ints both machine-sized and big.
     #[tokio::test]
     async fn call_tool_checks_and_errors_are_the_same_on_both_guests() {
         let code = r#"
@@ -210,6 +212,18 @@ try:
     call_tool("text", "nope")
 except ToolError as e:
     print("ToolError:", str(e).split(";")[0], e.__cause__, e.__suppress_context__)
+for call in (lambda: call_tool(), lambda: call_tool("text"), lambda: call_tool("text", "stats", "x"), lambda: call_tool(1, "stats", text="a")):
+    try:
+        call()
+    except TypeError as e:
+        print("TypeError:", e)
+for limit in (-3, 2**70):
+    try:
+        call_tool("text", "top_words", text="a", limit=limit)
+    except ToolError as e:
+        print("ToolError:", str(e).split(";")[0])
+import functools
+print(call_tool.__name__, functools.partial(call_tool, "text", "stats")(text="a b")["words"])
 print(call_tool("text", "top_words", text="b a b c", limit=2))
 print(call_tool("text", "stats", **{"text": "one two"}))
 escapes = "a \"b\" \\ c\n\x01\x1f\t\u00e9\U0001F600 x"
@@ -224,6 +238,13 @@ TypeError: call_tool() takes 2 positional arguments but 3 were given
 TypeError: call_tool(category, name, **kwargs): category and name must be str
 ToolError: arguments of text/stats are not JSON: Object of type set is not JSON serializable None True
 ToolError: unknown tool \"nope\" in category \"text\" None True
+TypeError: call_tool() missing 2 required positional arguments: 'category' and 'name'
+TypeError: call_tool() missing 1 required positional argument: 'name'
+TypeError: call_tool() takes 2 positional arguments but 3 were given
+TypeError: call_tool(category, name, **kwargs): category and name must be str
+ToolError: invalid arguments for text/top-words (the tool was not run): at /limit: -3 is less than the minimum of 1. Read tools/text/top_words.py for the parameters
+ToolError: invalid arguments for text/top-words (the tool was not run): at /limit: 1.1805916207174113e+21 is greater than the maximum of 50. Read tools/text/top_words.py for the parameters
+call_tool 2
 ";
         let (head, tail) = outcome.stdout.split_at(expected.len().min(outcome.stdout.len()));
         assert_eq!(head, expected, "{}", outcome.stdout);

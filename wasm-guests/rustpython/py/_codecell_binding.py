@@ -16,9 +16,8 @@ from _codecell_host import call_tool_json as call_tool  # noqa: F401
 
 
 def native_call_tool(tool_error):
-    """The guest-facing `call_tool`, natively: see `call_tool` in src/native.rs."""
-    _codecell_host.set_tool_error(tool_error)
-    return _codecell_host.call_tool
+    """The guest-facing `call_tool`, natively: see `ToolCaller` in src/native.rs."""
+    return _codecell_host.tool_caller(tool_error)
 
 
 # WASI has no time zones. CPython's WASI build says so with UTC values; RustPython's `time` lacks

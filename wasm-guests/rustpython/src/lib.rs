@@ -61,7 +61,9 @@ fn build() -> Result<State, Failure> {
 }
 
 /// Builds the interpreter if this instance has not yet, then runs `f` inside it.
-fn with_app<T>(f: impl FnOnce(&VirtualMachine, &PyObjectRef) -> Result<T, Failure>) -> Result<T, Failure> {
+fn with_app<T>(
+    f: impl FnOnce(&VirtualMachine, &PyObjectRef) -> Result<T, Failure>,
+) -> Result<T, Failure> {
     reseed_thread_rng()?;
     STATE.with(|cell| match cell.get_or_init(build) {
         Ok(state) => state.interp.enter(|vm| f(vm, &state.app)),
@@ -89,7 +91,11 @@ fn describe(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> Failure {
         Err(_) => "<unprintable exception>".to_owned(),
     };
     let traceback = format!("{kind}: {message}\n");
-    Failure { kind, message, traceback }
+    Failure {
+        kind,
+        message,
+        traceback,
+    }
 }
 
 fn start_failure(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> Failure {
@@ -98,7 +104,10 @@ fn start_failure(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> Failure {
     let inner = describe(vm, exc);
     Failure {
         kind: "GuestStartError".to_owned(),
-        message: format!("the RustPython guest failed to start: {}: {}", inner.kind, inner.message),
+        message: format!(
+            "the RustPython guest failed to start: {}: {}",
+            inner.kind, inner.message
+        ),
         traceback: detail,
     }
 }
@@ -126,7 +135,12 @@ fn failure_from(obj: &PyObjectRef) -> Failure {
     }
 }
 
-fn call(vm: &VirtualMachine, app: &PyObjectRef, name: &'static str, args: Vec<PyObjectRef>) -> PyResult {
+fn call(
+    vm: &VirtualMachine,
+    app: &PyObjectRef,
+    name: &'static str,
+    args: Vec<PyObjectRef>,
+) -> PyResult {
     app.get_attr(name, vm)?.call(args, vm)
 }
 
@@ -135,7 +149,10 @@ struct Component;
 impl Guest for Component {
     fn run_snippet(code: String, options: RunOptions) -> Result<(), Failure> {
         with_app(|vm, app| {
-            let args = vec![vm.ctx.new_str(code).into(), vm.ctx.new_int(options.recursion_limit).into()];
+            let args = vec![
+                vm.ctx.new_str(code).into(),
+                vm.ctx.new_int(options.recursion_limit).into(),
+            ];
             match call(vm, app, "run_snippet", args) {
                 Ok(r) if vm.is_none(&r) => Ok(()),
                 Ok(r) => Err(failure_from(&r)),
@@ -151,7 +168,10 @@ impl Guest for Component {
         options: RunOptions,
     ) -> Result<String, Failure> {
         with_app(|vm, app| {
-            let imports = imports.into_iter().map(|s| vm.ctx.new_str(s).into()).collect();
+            let imports = imports
+                .into_iter()
+                .map(|s| vm.ctx.new_str(s).into())
+                .collect();
             let args = vec![
                 vm.ctx.new_str(source).into(),
                 vm.ctx.new_list(imports).into(),

@@ -2,21 +2,24 @@
 //!
 //! `ls`, `read` and `call_tool_json` return `(True, value)` or `(False, message)`, the shape the
 //! shared Python (../common/_codecell_api.py, through py/_codecell_binding.py) expects; it turns
-//! the latter into FileNotFoundError or ToolError. `call_tool` is the guest-facing function
-//! itself (kwargs in, Python values out), which the shared Python uses instead of its own. `write` sends bytes to the WASI stdout/stderr,
-//! which the host captures and bounds.
+//! the latter into FileNotFoundError or ToolError. `tool_caller` makes the guest-facing `call_tool`
+//! itself (kwargs in, Python values out), which the shared Python uses instead of its own. `write`
+//! sends bytes to the WASI stdout/stderr, which the host captures and bounds.
 
 #[rustpython_vm::pymodule]
 pub(crate) mod _codecell_host {
+    use std::borrow::Cow;
     use std::cell::OnceCell;
     use std::io::Write;
 
     use crate::host;
     use rustpython_vm::{
-        AsObject, PyObjectRef, PyResult, VirtualMachine,
+        AsObject, Py, PyObject, PyObjectRef, PyPayload, PyResult, VirtualMachine,
         builtins::{PyBaseExceptionRef, PyStr, PyStrRef, PyTypeRef},
         convert::ToPyObject,
         function::{ArgBytesLike, FuncArgs},
+        pyclass,
+        types::{Callable, Representable},
     };
 
     fn outcome(result: Result<PyObjectRef, String>, vm: &VirtualMachine) -> PyObjectRef {
@@ -29,7 +32,10 @@ pub(crate) mod _codecell_host {
     #[pyfunction]
     fn ls(path: PyStrRef, vm: &VirtualMachine) -> PyObjectRef {
         let result = host::ls(&path.to_string_lossy()).map(|entries| {
-            let items = entries.into_iter().map(|e| vm.ctx.new_str(e).into()).collect();
+            let items = entries
+                .into_iter()
+                .map(|e| vm.ctx.new_str(e).into())
+                .collect();
             vm.ctx.new_list(items).into()
         });
         outcome(result, vm)
@@ -43,7 +49,12 @@ pub(crate) mod _codecell_host {
 
     /// The raw host import: JSON text in, `(True, JSON text)` or `(False, message)` out.
     #[pyfunction]
-    fn call_tool_json(category: PyStrRef, name: PyStrRef, args_json: PyStrRef, vm: &VirtualMachine) -> PyObjectRef {
+    fn call_tool_json(
+        category: PyStrRef,
+        name: PyStrRef,
+        args_json: PyStrRef,
+        vm: &VirtualMachine,
+    ) -> PyObjectRef {
         let result = host::call_tool(
             &category.to_string_lossy(),
             &name.to_string_lossy(),
@@ -54,16 +65,8 @@ pub(crate) mod _codecell_host {
     }
 
     thread_local! {
-        /// `codecell.ToolError`, handed over once by the shared Python (`set_tool_error`).
+        /// `codecell.ToolError`, handed over once by the shared Python (`tool_caller`).
         static TOOL_ERROR: OnceCell<PyTypeRef> = const { OnceCell::new() };
-    }
-
-    /// Sets the exception class `call_tool` raises; called once, before the snapshot.
-    #[pyfunction]
-    fn set_tool_error(cls: PyTypeRef) {
-        TOOL_ERROR.with(|cell| {
-            let _ = cell.set(cls);
-        });
     }
 
     /// A ToolError with `message`, raised as `raise ToolError(message) from None` would be.
@@ -81,19 +84,101 @@ pub(crate) mod _codecell_host {
     /// arguments and returns its JSON result as Python values; raises codecell.ToolError when
     /// the arguments are not JSON, the tool is unknown, the host refuses the arguments or the
     /// tool fails.
-    ///
-    /// The whole round trip in Rust, with the checks and errors of the Python version in
-    /// ../../common/_codecell_api.py: its frame alone cost RustPython more than the host call.
+    //
+    // The whole round trip in Rust, with the checks and errors of the Python version in
+    // ../../common/_codecell_api.py: its frame alone cost RustPython more than the host call.
+    // It is an object with its own vectorcall slot rather than a builtin function: a builtin
+    // gets its keywords as a FuncArgs, an IndexMap with an owned String per name, which cost
+    // about half of the guest's instructions of a one-keyword call.
+    #[pyattr]
+    #[pyclass(name = "ToolCaller", module = "_codecell_host")]
+    #[derive(Debug, PyPayload)]
+    struct ToolCaller;
+
+    #[pyclass(with(Callable, Representable))]
+    impl ToolCaller {
+        #[pygetset]
+        fn __name__(_zelf: &Py<Self>) -> &'static str {
+            "call_tool"
+        }
+
+        #[pygetset]
+        fn __qualname__(_zelf: &Py<Self>) -> &'static str {
+            "call_tool"
+        }
+    }
+
+    impl Callable for ToolCaller {
+        type Args = FuncArgs;
+
+        /// Calls that do not come through vectorcall (`call_tool(*a, **kw)`, `map`, …).
+        fn call(_zelf: &Py<Self>, args: FuncArgs, vm: &VirtualMachine) -> PyResult {
+            let kwargs = args
+                .kwargs
+                .iter()
+                .map(|(name, value)| (name.to_string_lossy(), value));
+            call_tool(&args.args, kwargs, vm)
+        }
+    }
+
+    impl Representable for ToolCaller {
+        fn repr_str(_zelf: &Py<Self>, _vm: &VirtualMachine) -> PyResult<String> {
+            Ok("<built-in function call_tool>".to_owned())
+        }
+    }
+
+    /// The vectorcall slot of [`ToolCaller`]: positional arguments first, then the keyword
+    /// values, whose names are `kwnames` (always str: the compiler and the frame make them).
+    fn tool_caller_vectorcall(
+        _zelf: &PyObject,
+        args: Vec<PyObjectRef>,
+        nargs: usize,
+        kwnames: Option<&[PyObjectRef]>,
+        vm: &VirtualMachine,
+    ) -> PyResult {
+        let (positional, values) = args.split_at(nargs.min(args.len()));
+        let names =
+            kwnames
+                .unwrap_or_default()
+                .iter()
+                .map(|name| match name.downcast_ref::<PyStr>() {
+                    Some(name) => name.to_string_lossy(),
+                    None => Cow::Borrowed(""),
+                });
+        call_tool(positional, names.zip(values), vm)
+    }
+
+    /// Returns the guest-facing `call_tool`, raising `tool_error` (codecell.ToolError); called
+    /// once, before the snapshot.
     #[pyfunction]
-    fn call_tool(args: FuncArgs, vm: &VirtualMachine) -> PyResult {
-        let (category, name) = match args.args.as_slice() {
+    fn tool_caller(tool_error: PyTypeRef, vm: &VirtualMachine) -> PyObjectRef {
+        TOOL_ERROR.with(|cell| {
+            let _ = cell.set(tool_error);
+        });
+        ToolCaller::class(&vm.ctx)
+            .slots
+            .vectorcall
+            .store(Some(tool_caller_vectorcall));
+        ToolCaller.into_ref(&vm.ctx).into()
+    }
+
+    fn call_tool<'a>(
+        positional: &[PyObjectRef],
+        kwargs: impl Iterator<Item = (Cow<'a, str>, &'a PyObjectRef)>,
+        vm: &VirtualMachine,
+    ) -> PyResult {
+        let (category, name) = match positional {
             [category, name] => (category, name),
             [] => {
                 return Err(vm.new_type_error(
                     "call_tool() missing 2 required positional arguments: 'category' and 'name'",
                 ));
             }
-            [_] => return Err(vm.new_type_error("call_tool() missing 1 required positional argument: 'name'")),
+            [_] => {
+                return Err(
+                    vm.new_type_error("call_tool() missing 1 required positional argument: 'name'")
+                );
+            }
             more => {
                 return Err(vm.new_type_error(format!(
                     "call_tool() takes 2 positional arguments but {} were given",
@@ -101,18 +186,26 @@ pub(crate) mod _codecell_host {
                 )));
             }
         };
-        let (Some(category), Some(name)) = (category.downcast_ref::<PyStr>(), name.downcast_ref::<PyStr>()) else {
-            return Err(vm.new_type_error("call_tool(category, name, **kwargs): category and name must be str"));
+        let (Some(category), Some(name)) = (
+            category.downcast_ref::<PyStr>(),
+            name.downcast_ref::<PyStr>(),
+        ) else {
+            return Err(vm.new_type_error(
+                "call_tool(category, name, **kwargs): category and name must be str",
+            ));
         };
         let (category, name) = (category.to_string_lossy(), name.to_string_lossy());
-        let args_json = match crate::json::encode_kwargs(&args.kwargs, vm) {
+        let args_json = match crate::json::encode_kwargs(kwargs, vm) {
             Ok(json) => json,
             Err(e)
                 if e.fast_isinstance(vm.ctx.exceptions.type_error)
                     || e.fast_isinstance(vm.ctx.exceptions.value_error) =>
             {
                 let detail = e.as_object().str(vm)?.to_string_lossy().into_owned();
-                return Err(tool_error(format!("arguments of {category}/{name} are not JSON: {detail}"), vm));
+                return Err(tool_error(
+                    format!("arguments of {category}/{name} are not JSON: {detail}"),
+                    vm,
+                ));
             }
             Err(e) => return Err(e),
         };
