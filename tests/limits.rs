@@ -26,6 +26,46 @@ codecell_tests::for_each_guest! {
         assert!(took < l.deadline + Duration::from_secs(1), "took {took:?}");
     }
 
+    /// With fuel to spare, a busy guest is stopped by the wall clock, checked each time it
+    /// yields (every 10 million units of fuel), close to its deadline.
+    #[tokio::test]
+    async fn a_busy_guest_with_fuel_to_spare_is_stopped_at_its_deadline() {
+        let l = Limits {
+            deadline: Duration::from_millis(400),
+            // Ample (seconds of work) but finite: without yields the run would end by fuel.
+            fuel: 50_000_000_000,
+            ..limits()
+        };
+        let started = Instant::now();
+        let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
+        let took = started.elapsed();
+        assert_eq!(outcome.limit, Some(LimitKind::Deadline), "{outcome:#?}");
+        assert!(outcome.fuel_used > 10_000_000, "it ran: {}", outcome.fuel_used);
+        assert!(took >= l.deadline, "took {took:?}");
+        assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
+    }
+
+    /// A busy guest yields to the async runtime: on a single-threaded runtime a timer set
+    /// beside it still fires on time, long before the guest's deadline.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_busy_guest_does_not_starve_other_tasks() {
+        let l = Limits {
+            deadline: Duration::from_millis(1500),
+            // Ample (seconds of work) but finite: without yields the run would end by fuel.
+            fuel: 50_000_000_000,
+            ..limits()
+        };
+        let started = Instant::now();
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            started.elapsed()
+        });
+        let outcome = run_with(GUEST, "while True:\n    pass", &l).await;
+        assert_eq!(outcome.limit, Some(LimitKind::Deadline), "{outcome:#?}");
+        let woke = timer.await.expect("timer task");
+        assert!(woke < Duration::from_millis(500), "the timer fired after {woke:?}");
+    }
+
     #[tokio::test]
     async fn fuel_runs_out() {
         let l = Limits {

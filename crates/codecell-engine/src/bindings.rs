@@ -6,6 +6,9 @@
 wasmtime::component::bindgen!({
     path: "../../wasm-guests/wit",
     world: "sandbox",
-    imports: { default: async | trappable },
+    imports: {
+        "codecell:guest/host.call-tool": async | trappable,
+        default: trappable,
+    },
     exports: { default: async },
 });

@@ -1,4 +1,4 @@
-//! `Engine`: one per process. Holds the wasmtime engine, the compiled guest and the epoch ticker.
+//! `Engine`: one per process. Holds the wasmtime engine, the compiled guest and the instance pool.
 
 use crate::artifact_cache;
 use crate::bindings::SandboxPre;
@@ -9,14 +9,18 @@ use crate::preinit;
 use crate::state::RunState;
 use crate::warm::Warm;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::Semaphore;
 use wasmtime::component::{HasSelf, Linker};
 
-/// How often the epoch advances; the granularity of deadline checks and of async yields.
-pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
+/// Fuel a running guest burns between yields to the async runtime (about 1–3 ms of guest
+/// work): how often a CPU-bound guest lets other tasks run and has its deadline checked.
+///
+/// Deadlines ride on fuel rather than on epoch interruption: the epoch checks compiled into
+/// every loop and function entry cost 5–10% of guest speed, where the fuel checks are already
+/// there for the fuel limit.
+pub(crate) const YIELD_FUEL: u64 = 10_000_000;
 
 /// Native wasm stack per run (virtual memory, committed only as used).
 const MAX_WASM_STACK: usize = 8 << 20;
@@ -24,8 +28,9 @@ const MAX_WASM_STACK: usize = 8 << 20;
 /// Builds an [`Engine`].
 ///
 /// Secure defaults: the guest gets no preopened directories, no environment, no arguments, no
-/// network and an empty stdin; fuel metering and epoch interruption are always on; every run gets
-/// a fresh instance, never used before, even when it was made ahead of time (the warm instance).
+/// network and an empty stdin; fuel metering is always on, and a running guest yields to the
+/// async runtime every 10 million units of fuel, where its deadline is checked; every run gets a
+/// fresh instance, never used before, even when it was made ahead of time (the warm instance).
 /// The choices are which guest to load, where to cache its compiled form, how many runs may hold
 /// an instance at once (64; more wait their turn) and whether to keep a warm instance (the
 /// guest's default: CPython yes, RustPython no).
@@ -75,7 +80,7 @@ impl EngineBuilder {
         self
     }
 
-    /// Loads (or compiles and caches) the guest and starts the epoch ticker.
+    /// Loads (or compiles and caches) the guest.
     pub fn build(self) -> Result<Engine, EngineError> {
         let wasm = self.wasm_path.unwrap_or_else(|| self.guest.default_path());
         if !wasm.is_file() {
@@ -95,7 +100,6 @@ impl EngineBuilder {
             });
 
         let mut config = base_config();
-        config.epoch_interruption(true);
         config.allocation_strategy(pool::strategy(self.max_concurrent_runs));
         let wasmtime = wasmtime::Engine::new(&config).map_err(EngineError::wasmtime)?;
 
@@ -115,8 +119,6 @@ impl EngineBuilder {
             .map_err(EngineError::wasmtime)?;
         let pre = SandboxPre::new(pre).map_err(EngineError::wasmtime)?;
 
-        let stop = Arc::new(AtomicBool::new(false));
-        spawn_ticker(&wasmtime, stop.clone());
         Ok(Engine {
             inner: Arc::new(Inner {
                 wasmtime,
@@ -130,7 +132,6 @@ impl EngineBuilder {
                     && self.max_concurrent_runs >= 2)
                     .then(|| Mutex::new(None)),
                 refilling: AtomicBool::new(false),
-                ticker_stop: stop,
             }),
         })
     }
@@ -159,23 +160,6 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<RunState>, Engi
     Ok(linker)
 }
 
-/// Advances the engine's epoch every tick until the engine is dropped.
-fn spawn_ticker(engine: &wasmtime::Engine, stop: Arc<AtomicBool>) {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("codecell-epoch".into())
-        .spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(EPOCH_TICK);
-                match weak.upgrade() {
-                    Some(engine) => engine.increment_epoch(),
-                    None => break,
-                }
-            }
-        })
-        .ok();
-}
-
 pub(crate) struct Inner {
     pub(crate) wasmtime: wasmtime::Engine,
     pub(crate) pre: SandboxPre<RunState>,
@@ -188,20 +172,13 @@ pub(crate) struct Inner {
     pub(crate) warm: Option<Mutex<Option<Warm>>>,
     /// Set while a background task is making the warm instance.
     pub(crate) refilling: AtomicBool,
-    ticker_stop: Arc<AtomicBool>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
-    }
 }
 
 /// The code-mode engine: cheap to clone, shared by every run in the process.
 ///
 /// Runs are futures: they must be polled inside a tokio runtime with timers enabled (the
 /// deadline of a guest blocked in a host call is a tokio timeout). Many may run concurrently; a
-/// CPU-bound guest yields to the runtime every epoch tick.
+/// CPU-bound guest yields to the runtime every 10 million units of fuel (a few milliseconds).
 #[derive(Clone)]
 pub struct Engine {
     pub(crate) inner: Arc<Inner>,

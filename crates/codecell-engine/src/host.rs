@@ -21,14 +21,14 @@ fn no_catalog() -> String {
 impl crate::bindings::codecell::guest::types::Host for RunState {}
 
 impl Host for RunState {
-    async fn ls(&mut self, path: String) -> wasmtime::Result<Result<Vec<String>, String>> {
+    fn ls(&mut self, path: String) -> wasmtime::Result<Result<Vec<String>, String>> {
         Ok(match &self.catalog {
             Some(catalog) => catalog.ls(&path).map_err(|e| e.to_string()),
             None => Err(no_catalog()),
         })
     }
 
-    async fn read(&mut self, path: String) -> wasmtime::Result<Result<String, String>> {
+    fn read(&mut self, path: String) -> wasmtime::Result<Result<String, String>> {
         Ok(match &self.catalog {
             Some(catalog) => catalog
                 .read(&path)

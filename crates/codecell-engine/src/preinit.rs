@@ -13,7 +13,6 @@ use crate::error::EngineError;
 use crate::limits::Limits;
 use crate::state::RunState;
 use std::path::Path;
-use std::time::Instant;
 use wasmtime::Store;
 use wasmtime::component::{Component, Instance, Lift, WasmList};
 use wasmtime_wizer::{ComponentInstanceState, Wizer};
@@ -78,10 +77,7 @@ fn preinitialize_here(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> 
         let component = Component::new(engine, &instrumented)
             .map_err(|e| fail("compiling the instrumented guest", format!("{e:#}")))?;
         let limits = init_limits();
-        let mut store = Store::new(
-            engine,
-            RunState::new(&limits, None, Instant::now() + limits.deadline),
-        );
+        let mut store = Store::new(engine, RunState::new(&limits, None));
         store.limiter(|s| &mut s.limiter);
         store
             .set_fuel(limits.fuel)

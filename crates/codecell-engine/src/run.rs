@@ -1,7 +1,7 @@
 //! One run: a fresh store and instance, the limits armed, the export called, the result classified.
 
 use crate::bindings::{Failure, RunOptions, Sandbox};
-use crate::engine::{EPOCH_TICK, Engine};
+use crate::engine::{Engine, YIELD_FUEL};
 use crate::error::EngineError;
 use crate::limits::Limits;
 use crate::outcome::{GuestError, LimitKind, Outcome};
@@ -10,8 +10,10 @@ use crate::trap;
 use codecell_catalog::Catalog;
 use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
 use std::time::Instant;
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::Store;
 
 /// What the guest export returned, before classification.
 pub(crate) enum Returned<T> {
@@ -19,7 +21,7 @@ pub(crate) enum Returned<T> {
     Guest(Result<T, Failure>),
     /// The instance trapped (or the host stopped it).
     Trap(wasmtime::Error),
-    /// The wall-clock deadline passed while the guest was blocked in a host call.
+    /// The wall-clock deadline passed (the guest was running, or blocked in a host call).
     TimedOut,
 }
 
@@ -96,22 +98,9 @@ impl Engine {
         catalog: Option<Arc<Catalog>>,
         limits: &Limits,
     ) -> Result<Store<RunState>, EngineError> {
-        let deadline = Instant::now() + limits.deadline;
-        let mut store = Store::new(
-            &self.inner.wasmtime,
-            RunState::new(limits, catalog, deadline),
-        );
+        let mut store = Store::new(&self.inner.wasmtime, RunState::new(limits, catalog));
         store.limiter(|s| &mut s.limiter);
         arm(&mut store, limits)?;
-        // Each epoch tick, check the wall clock: past the deadline, interrupt; otherwise yield so
-        // a CPU-bound guest never starves the other tasks of the async runtime.
-        store.epoch_deadline_callback(|ctx| {
-            if Instant::now() >= ctx.data().deadline {
-                Ok(UpdateDeadline::Interrupt)
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
         Ok(store)
     }
 
@@ -139,12 +128,13 @@ impl Engine {
             }
         };
         let started = Instant::now();
+        let deadline = started + limits.deadline;
         let pre = &self.inner.pre;
-        // The epoch callback stops running wasm; this timeout also stops a guest that is blocked
-        // in a host call (a WASI sleep, a slow tool), which epochs cannot interrupt. The grace
-        // lets the epoch path win when both apply, so its classification is the one reported.
-        let budget = limits.deadline + EPOCH_TICK * 4;
-        let guarded = tokio::time::timeout(budget, async {
+        // A running guest yields every YIELD_FUEL units of fuel; each time it is polled again the
+        // wall clock is checked here, and past the deadline the run is dropped where it stands.
+        // The tokio timeout covers a guest blocked in a host call (a WASI sleep, a slow tool),
+        // where nothing polls; its grace lets the clock check classify a busy guest first.
+        let guarded = tokio::time::timeout(limits.deadline + TIMEOUT_GRACE, async {
             let sandbox = match warm_sandbox {
                 Some(sandbox) => sandbox,
                 None => pre
@@ -152,13 +142,20 @@ impl Engine {
                     .await
                     .map_err(Instantiate)?,
             };
-            Ok::<_, Instantiate>(call(&sandbox, &mut store).await)
+            let mut call = call(&sandbox, &mut store);
+            let checked = std::future::poll_fn(|cx| {
+                if Instant::now() >= deadline {
+                    return Poll::Ready(None);
+                }
+                call.as_mut().poll(cx).map(Some)
+            });
+            Ok::<_, Instantiate>(checked.await)
         });
         let returned = match guarded.await {
-            Ok(Ok(Ok(result))) => Returned::Guest(result),
-            Ok(Ok(Err(trap))) => Returned::Trap(trap),
+            Ok(Ok(Some(Ok(result)))) => Returned::Guest(result),
+            Ok(Ok(Some(Err(trap)))) => Returned::Trap(trap),
+            Ok(Ok(None)) | Err(_) => Returned::TimedOut,
             Ok(Err(Instantiate(e))) => return Err(EngineError::wasmtime(e)),
-            Err(_elapsed) => Returned::TimedOut,
         };
         let fuel_left = store.get_fuel().unwrap_or(0);
         let state = store.into_data();
@@ -183,11 +180,15 @@ impl Engine {
     }
 }
 
-/// Gives a store its run's fuel and starts its epoch deadline (one tick; the callback decides).
+/// How long past the deadline the tokio timeout waits before it ends a run that nothing polls.
+const TIMEOUT_GRACE: Duration = Duration::from_millis(20);
+
+/// Gives a store its run's fuel and makes the guest yield every [`YIELD_FUEL`] units of it.
 pub(crate) fn arm(store: &mut Store<RunState>, limits: &Limits) -> Result<(), EngineError> {
     store.set_fuel(limits.fuel).map_err(EngineError::wasmtime)?;
-    store.set_epoch_deadline(1);
-    Ok(())
+    store
+        .fuel_async_yield_interval(Some(YIELD_FUEL))
+        .map_err(EngineError::wasmtime)
 }
 
 /// Instantiation failed: a host failure, not the guest's doing.

@@ -6,7 +6,6 @@ use crate::outcome::{LimitKind, ToolCallRecord};
 use crate::output::CappedOutput;
 use codecell_catalog::Catalog;
 use std::sync::Arc;
-use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -19,7 +18,6 @@ pub(crate) struct RunState {
     pub(crate) stderr: CappedOutput,
     pub(crate) catalog: Option<Arc<Catalog>>,
     pub(crate) limits: Limits,
-    pub(crate) deadline: Instant,
     pub(crate) tool_calls: Vec<ToolCallRecord>,
     /// Set by a host function just before it traps to stop the run for a limit.
     pub(crate) stopped_by: Option<LimitKind>,
@@ -28,7 +26,7 @@ pub(crate) struct RunState {
 impl RunState {
     /// A state whose WASI context holds nothing: no preopened directories, no environment, no
     /// arguments, no network, empty stdin. Only stdout/stderr (captured), clocks and randomness.
-    pub(crate) fn new(limits: &Limits, catalog: Option<Arc<Catalog>>, deadline: Instant) -> Self {
+    pub(crate) fn new(limits: &Limits, catalog: Option<Arc<Catalog>>) -> Self {
         let stdout = CappedOutput::new(limits.max_output_bytes);
         let stderr = CappedOutput::new(limits.max_output_bytes);
         let wasi = WasiCtx::builder()
@@ -46,7 +44,6 @@ impl RunState {
             stderr,
             catalog,
             limits: limits.clone(),
-            deadline,
             tool_calls: Vec::new(),
             stopped_by: None,
         }
@@ -54,19 +51,13 @@ impl RunState {
 }
 
 impl RunState {
-    /// Gives an unused state (of an instance made ahead of time) the limits, catalog and
-    /// deadline of the run about to use it. False if its memory is already over the cap.
-    pub(crate) fn rearm(
-        &mut self,
-        limits: &Limits,
-        catalog: Option<Arc<Catalog>>,
-        deadline: Instant,
-    ) -> bool {
+    /// Gives an unused state (of an instance made ahead of time) the limits and catalog of the
+    /// run about to use it. False if its memory is already over the cap.
+    pub(crate) fn rearm(&mut self, limits: &Limits, catalog: Option<Arc<Catalog>>) -> bool {
         self.stdout.set_cap(limits.max_output_bytes);
         self.stderr.set_cap(limits.max_output_bytes);
         self.catalog = catalog;
         self.limits = limits.clone();
-        self.deadline = deadline;
         self.limiter.rearm(limits.memory_bytes)
     }
 }

@@ -61,7 +61,6 @@ fn trap_limit(error: &wasmtime::Error, state: &RunState) -> Option<LimitKind> {
     }
     match error.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => return Some(LimitKind::Fuel),
-        Some(Trap::Interrupt) => return Some(LimitKind::Deadline),
         _ => {}
     }
     if state.stdout.truncated() || state.stderr.truncated() {

@@ -4,8 +4,9 @@
 //! run pays for resolving their imports). So after each run the engine instantiates the next one
 //! in the background and keeps it, unused, for the next caller. A run still never sees an instance
 //! anything else has touched: the warm instance has only been instantiated, never called, and it
-//! is taken out of the engine by exactly one run. Before use it gets that run's limits, catalog
-//! and deadline ([`crate::state::RunState::rearm`]); its fuel and epoch deadline are set afresh.
+//! is taken out of the engine by exactly one run. Before use it gets that run's limits and catalog
+//! ([`crate::state::RunState::rearm`]); its fuel and yield interval are set afresh, and its
+//! deadline starts with the run.
 //!
 //! The warm instance holds one slot of the pool, so it is only kept when the pool has at least
 //! two (a run waiting for a slot does not look for the warm instance).
@@ -17,7 +18,6 @@ use crate::state::RunState;
 use codecell_catalog::Catalog;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::Store;
 
@@ -41,8 +41,7 @@ impl Engine {
     /// Takes the warm instance, armed for a run with `limits` and `catalog`, if there is one.
     pub(crate) fn take_warm(&self, limits: &Limits, catalog: Option<Arc<Catalog>>) -> Option<Warm> {
         let mut warm = self.inner.warm.as_ref()?.lock().ok()?.take()?;
-        let deadline = Instant::now() + limits.deadline;
-        if !warm.store.data_mut().rearm(limits, catalog, deadline) {
+        if !warm.store.data_mut().rearm(limits, catalog) {
             // Its memory is already over this run's cap: let the caller instantiate afresh.
             return None;
         }
