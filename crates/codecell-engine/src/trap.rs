@@ -59,9 +59,8 @@ fn trap_limit(error: &wasmtime::Error, state: &RunState) -> Option<LimitKind> {
     if let Some(kind) = state.stopped_by {
         return Some(kind);
     }
-    match error.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => return Some(LimitKind::Fuel),
-        _ => {}
+    if let Some(Trap::OutOfFuel) = error.downcast_ref::<Trap>() {
+        return Some(LimitKind::Fuel);
     }
     if state.stdout.truncated() || state.stderr.truncated() {
         return Some(LimitKind::Output);
