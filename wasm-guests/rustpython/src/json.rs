@@ -19,9 +19,12 @@ use std::fmt::Write as _;
 /// shallower nesting anyway (serde_json's limit of 128).
 const MAX_DEPTH: usize = 1000;
 
+/// Initial size of an encoding buffer, in bytes.
+const ARGS_CAPACITY: usize = 128;
+
 /// Encodes `obj` as compact JSON the way the stdlib encoder would accept it.
 pub(crate) fn encode(obj: &PyObjectRef, vm: &VirtualMachine) -> PyResult<String> {
-    let mut out = String::new();
+    let mut out = String::with_capacity(ARGS_CAPACITY);
     write_value(obj, &mut out, 0, vm)?;
     Ok(out)
 }
@@ -31,7 +34,9 @@ pub(crate) fn encode_kwargs<'a>(
     kwargs: impl Iterator<Item = (Cow<'a, str>, &'a PyObjectRef)>,
     vm: &VirtualMachine,
 ) -> PyResult<String> {
-    let mut out = String::from("{");
+    // Sized for typical arguments, so short ones are written without growing the buffer.
+    let mut out = String::with_capacity(ARGS_CAPACITY);
+    out.push('{');
     for (n, (key, value)) in kwargs.enumerate() {
         if n > 0 {
             out.push(',');
@@ -83,10 +88,9 @@ fn write_text(text: &str, out: &mut String) {
 fn write_int(i: &PyInt, out: &mut String) {
     let big = i.as_bigint();
     match i64::try_from(big) {
-        Ok(small) => write!(out, "{small}"),
-        Err(_) => write!(out, "{big}"),
+        Ok(small) => out.push_str(itoa::Buffer::new().format(small)),
+        Err(_) => write!(out, "{big}").expect("writing to a String cannot fail"),
     }
-    .expect("writing to a String cannot fail");
 }
 
 fn write_float(f: f64, out: &mut String, vm: &VirtualMachine) -> PyResult<()> {
@@ -268,8 +272,9 @@ impl<'de> Visitor<'de> for PyValue<'_> {
         // Keys go straight to str objects (through `visit_str`): no intermediate String.
         while let Some(key) = map.next_key_seed(self)? {
             let value = map.next_value_seed(self)?;
-            // A later duplicate key replaces the earlier one, as in Python's json.
-            dict.set_item(&*key, value, self.0)
+            // A later duplicate key replaces the earlier one, as in Python's json. The dict is a
+            // plain new one, so its storage is written directly.
+            dict.inner_setitem(&*key, value, self.0)
                 .map_err(|_| A::Error::custom("a key could not be set"))?;
         }
         Ok(dict.into())
