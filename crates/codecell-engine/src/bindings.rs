@@ -1,7 +1,8 @@
 //! Rust bindings for the guest world in `wasm-guests/wit`.
 //!
-//! Host imports are `async` (a tool handler may do I/O) and `trappable` (exceeding a limit inside a
-//! host call must end the run, not return an error the guest could swallow).
+//! Host imports are `trappable` (exceeding a limit inside a host call must end the run, not return
+//! an error the guest could swallow); `call-tool` is also `async` (a tool handler may do I/O),
+//! while `ls` and `read` only look up the in-memory tree.
 
 wasmtime::component::bindgen!({
     path: "../../wasm-guests/wit",
