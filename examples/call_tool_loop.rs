@@ -37,14 +37,16 @@ fn main() {
     };
     let snippet = std::env::var_os("CODECELL_SNIPPET")
         .map(|path| std::fs::read_to_string(&path).expect("CODECELL_SNIPPET is readable"));
-    let code = snippet.unwrap_or_else(|| format!(
-        "import time\nt0 = time.perf_counter()\nfor _ in range({calls}):\n    call_tool('bench', 'echo', x=1)\n\
-         print((time.perf_counter() - t0) / {calls} * 1e6)"
-    ));
+    let code = snippet.clone().unwrap_or_else(|| {
+        format!(
+            "import time\nt0 = time.perf_counter()\nfor _ in range({calls}):\n    call_tool('bench', 'echo', x=1)\n\
+             print((time.perf_counter() - t0) / {calls} * 1e6)"
+        )
+    });
     let outcome = rt
         .block_on(engine.run_snippet(&code, Some(catalog), &limits))
         .expect("run");
-    if std::env::var_os("CODECELL_SNIPPET").is_some() {
+    if snippet.is_some() {
         print!("{}{}", outcome.stdout, outcome.stderr);
         println!("fuel used: {}", outcome.fuel_used);
     } else {

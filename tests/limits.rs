@@ -9,6 +9,16 @@ codecell_tests::for_each_guest! {
         Limits::default()
     }
 
+    /// `deadline`, with fuel for seconds of work: ample, but finite, so that without yields a
+    /// busy run would end by fuel instead of hanging.
+    fn fuel_to_spare(deadline: Duration) -> Limits {
+        Limits {
+            deadline,
+            fuel: 50_000_000_000,
+            ..limits()
+        }
+    }
+
     #[tokio::test]
     async fn busy_loop_ends_by_fuel_or_deadline_within_deadline_plus_one_second() {
         let l = Limits {
@@ -30,12 +40,7 @@ codecell_tests::for_each_guest! {
     /// yields (every 10 million units of fuel), close to its deadline.
     #[tokio::test]
     async fn a_busy_guest_with_fuel_to_spare_is_stopped_at_its_deadline() {
-        let l = Limits {
-            deadline: Duration::from_millis(400),
-            // Ample (seconds of work) but finite: without yields the run would end by fuel.
-            fuel: 50_000_000_000,
-            ..limits()
-        };
+        let l = fuel_to_spare(Duration::from_millis(400));
         let started = Instant::now();
         let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
         let took = started.elapsed();
@@ -49,12 +54,7 @@ codecell_tests::for_each_guest! {
     /// beside it still fires on time, long before the guest's deadline.
     #[tokio::test(flavor = "current_thread")]
     async fn a_busy_guest_does_not_starve_other_tasks() {
-        let l = Limits {
-            deadline: Duration::from_millis(1500),
-            // Ample (seconds of work) but finite: without yields the run would end by fuel.
-            fuel: 50_000_000_000,
-            ..limits()
-        };
+        let l = fuel_to_spare(Duration::from_millis(1500));
         let started = Instant::now();
         let timer = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(50)).await;

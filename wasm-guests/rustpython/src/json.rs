@@ -9,7 +9,7 @@
 
 use rustpython_vm::{
     AsObject, PyObjectRef, PyResult, VirtualMachine,
-    builtins::{PyDict, PyFloat, PyInt, PyList, PyStr, PyTuple},
+    builtins::{PyBaseExceptionRef, PyDict, PyFloat, PyInt, PyList, PyStr, PyTuple},
 };
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
@@ -93,11 +93,16 @@ fn write_int(i: &PyInt, out: &mut String) {
     }
 }
 
+/// The stdlib encoder's refusal of NaN and infinities (`allow_nan=False`).
+fn non_finite(f: f64, vm: &VirtualMachine) -> PyBaseExceptionRef {
+    vm.new_value_error(format!(
+        "Out of range float values are not JSON compliant: {f}"
+    ))
+}
+
 fn write_float(f: f64, out: &mut String, vm: &VirtualMachine) -> PyResult<()> {
     if !f.is_finite() {
-        return Err(vm.new_value_error(format!(
-            "Out of range float values are not JSON compliant: {f}"
-        )));
+        return Err(non_finite(f, vm));
     }
     out.push_str(
         &serde_json::Number::from_f64(f)
@@ -174,27 +179,25 @@ fn write_array(
 
 /// Keys as the stdlib encoder converts them: str as is; int, float, bool and None as text.
 fn write_key(key: &PyObjectRef, out: &mut String, vm: &VirtualMachine) -> PyResult<()> {
-    let text = if let Some(s) = key.downcast_ref::<PyStr>() {
-        return {
-            write_str(s, out);
-            Ok(())
-        };
+    // bool is an int here too: True/False are checked before PyInt.
+    let text: Cow<'_, str> = if let Some(s) = key.downcast_ref::<PyStr>() {
+        s.to_string_lossy()
     } else if vm.is_none(key) {
-        "null".to_owned()
+        "null".into()
     } else if key.is(&vm.ctx.true_value) {
-        "true".to_owned()
+        "true".into()
     } else if key.is(&vm.ctx.false_value) {
-        "false".to_owned()
+        "false".into()
     } else if let Some(i) = key.downcast_ref::<PyInt>() {
-        i.as_bigint().to_string()
+        let mut digits = String::new();
+        write_int(i, &mut digits);
+        digits.into()
     } else if let Some(f) = key.downcast_ref::<PyFloat>() {
         let f = f.to_f64();
         if !f.is_finite() {
-            return Err(vm.new_value_error(format!(
-                "Out of range float values are not JSON compliant: {f}"
-            )));
+            return Err(non_finite(f, vm));
         }
-        key.repr(vm)?.to_string_lossy().into_owned()
+        key.repr(vm)?.to_string_lossy().into_owned().into()
     } else {
         return Err(vm.new_type_error(format!(
             "keys must be str, int, float, bool or None, not {}",
