@@ -1,11 +1,9 @@
 //! Several processes writing one store: concurrent promoters lose nothing, and a writer killed
 //! with SIGKILL mid-write leaves a store that loads cleanly.
 
-mod common;
-
+use crate::common::{PythonRunner, add_spec, add_spec_v2, clock, open};
 use codecell_manifest::event_log::parse_log;
 use codecell_manifest::{Operation, Scope};
-use common::{PythonRunner, add_spec, add_spec_v2, clock, open};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -18,7 +16,7 @@ fn writer_exe() -> PathBuf {
         .join("examples")
         .join(format!("store_writer{}", std::env::consts::EXE_SUFFIX));
     if !path.exists() {
-        // A filtered run (`cargo test --test processes`) does not build examples: build it.
+        // A filtered run (`cargo test --test all processes`) does not build examples: build it.
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
             .args([

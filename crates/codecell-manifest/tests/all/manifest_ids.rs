@@ -1,10 +1,8 @@
 //! Manifest ids computed by codecell equal the ids the seed's algorithm gives (python3,
 //! `tests/fixtures/seed_ids.py`), for session, project and global versions.
 
-mod common;
-
+use crate::common::{PythonRunner, add_spec, clock, open, run_python};
 use codecell_manifest::Scope;
-use common::{PythonRunner, add_spec, clock, open, run_python};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -1,10 +1,8 @@
 //! Every load-time check, each with a tampered file: the bad file stays inert and is reported in
 //! `load_errors`; the good ones still load.
 
-mod common;
-
+use crate::common::{self, PythonRunner, add_spec, clock, open};
 use codecell_manifest::{Registry, Scope};
-use common::{PythonRunner, add_spec, clock, open};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;

@@ -1,8 +1,7 @@
 //! Property test: canonical JSON equals python3's for arbitrary values and texts. One python3
 //! process answers every case (one JSON text per line in, one canonical line out).
 
-mod common;
-
+use crate::common;
 use codecell_manifest::canonical;
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value};

@@ -1,10 +1,8 @@
 //! `define` rules: names, description, permissions, TTL, schemas, smoke args and output.
 
-mod common;
-
+use crate::common::{PythonRunner, add_spec, clock, open};
 use codecell_manifest::smoke::minimal_smoke_args;
 use codecell_manifest::{DynamicToolError, ManualClock};
-use common::{PythonRunner, add_spec, clock, open};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -1,9 +1,7 @@
 //! Scope resolution, approvals, activation and rollback, versions, TTL with an injected clock.
 
-mod common;
-
+use crate::common::{PythonRunner, add_spec, add_spec_v2, clock, open};
 use codecell_manifest::{DynamicToolError, Operation, Registry, RegistryOptions, Scope};
-use common::{PythonRunner, add_spec, add_spec_v2, clock, open};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

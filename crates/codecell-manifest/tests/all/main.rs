@@ -1,0 +1,11 @@
+//! The crate's integration tests as one binary (one link instead of one per file), a module per
+//! concept, as wasmtime's `tests/all/main.rs` does.
+
+mod canonical_golden;
+mod canonical_prop;
+mod common;
+mod define_rules;
+mod manifest_ids;
+mod processes;
+mod scopes;
+mod tamper;
