@@ -40,6 +40,7 @@
 mod builder;
 mod catalog;
 mod command;
+mod complexity;
 mod error;
 mod file;
 mod handler;
@@ -60,10 +61,11 @@ pub use command::{
     CommandHandler, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, MAX_OUTPUT_BYTES, MAX_TIMEOUT,
     STDERR_TAIL_BYTES,
 };
+pub use complexity::{MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION};
 pub use error::{CallError, CatalogError, HandlerError, PathError};
 pub use file::{DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES};
 pub use handler::{Handler, HandlerFuture, async_handler_fn, handler_fn};
 pub use path::{MAX_PATH_BYTES, MAX_PATH_SEGMENTS, TreePath};
-pub use schema::{MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH};
+pub use schema::{MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, PATTERN_BACKTRACK_LIMIT, PATTERN_SIZE_LIMIT};
 pub use spec::{CategoryInfo, ToolSpec};
-pub use stub::{StubInput, generate as generate_stub};
+pub use stub::{STUB_WORK_BUDGET, StubInput, generate as generate_stub};

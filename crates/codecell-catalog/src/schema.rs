@@ -9,6 +9,15 @@ use crate::error::shorten;
 pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 /// Deepest nesting of arrays/objects accepted in a schema.
 pub const MAX_SCHEMA_DEPTH: usize = 48;
+/// Backtracking steps one `pattern` match may take. Patterns without look-around or
+/// backreferences never backtrack (fancy-regex hands them whole to the linear-time `regex`
+/// engine); the rest stop here and the value is reported as not matching, with the reason.
+pub const PATTERN_BACKTRACK_LIMIT: usize = 10_000;
+/// Largest compiled form of one `pattern`, in bytes (a schema with `a{1000}{1000}` is refused).
+pub const PATTERN_SIZE_LIMIT: usize = 1024 * 1024;
+/// Cache of the lazy DFA of one `pattern`, in bytes; past it matching falls back to a slower
+/// engine that is still linear, so this bounds memory, not correctness.
+const PATTERN_DFA_SIZE_LIMIT: usize = 256 * 1024;
 /// Most violations reported for one instance.
 const MAX_REPORTED_ERRORS: usize = 8;
 /// Longest line reported for one violation.
@@ -17,6 +26,9 @@ const MAX_ERROR_LINE: usize = 300;
 /// A compiled schema.
 pub(crate) struct Compiled {
     validator: jsonschema::Validator,
+    /// Instances nested deeper are refused before validation: the schema is recursive and its
+    /// cost per value was only bounded up to this depth (see `complexity`).
+    depth_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for Compiled {
@@ -57,15 +69,29 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, String> {
     if size > MAX_SCHEMA_BYTES {
         return Err(format!("is {size} bytes; the limit is {MAX_SCHEMA_BYTES}"));
     }
-    // Default options validate the schema against its meta-schema; with the crate's default
-    // features off there is no HTTP or file retriever, so external `$ref`s fail here.
-    let validator = jsonschema::validator_for(schema).map_err(|e| {
-        format!(
-            "is not a valid JSON Schema: {}",
-            shorten(&e.to_string(), 400)
+    // Before compiling: the cost of fan-out shows at validation, and bounding it first means a
+    // hostile schema never reaches the compiler either.
+    let analysis = crate::complexity::analyse(schema)?;
+    // The options validate the schema against its meta-schema; with the crate's default features
+    // off there is no HTTP or file retriever, so external `$ref`s fail here.
+    let validator = jsonschema::options()
+        .with_pattern_options(
+            jsonschema::PatternOptions::fancy_regex()
+                .backtrack_limit(PATTERN_BACKTRACK_LIMIT)
+                .size_limit(PATTERN_SIZE_LIMIT)
+                .dfa_size_limit(PATTERN_DFA_SIZE_LIMIT),
         )
-    })?;
-    Ok(Compiled { validator })
+        .build(schema)
+        .map_err(|e| {
+            format!(
+                "is not a valid JSON Schema: {}",
+                shorten(&e.to_string(), 400)
+            )
+        })?;
+    Ok(Compiled {
+        validator,
+        depth_limit: analysis.depth_limit,
+    })
 }
 
 /// Checks an input schema: an object schema (MCP requires `"type": "object"`; absent is accepted).
@@ -94,6 +120,14 @@ pub(crate) fn compile_input(schema: &Value) -> Result<Compiled, String> {
 impl Compiled {
     /// The violations of `instance`, bounded in number and length; empty when valid.
     pub(crate) fn violations(&self, instance: &Value) -> Vec<String> {
+        if let Some(limit) = self.depth_limit {
+            let d = depth(instance);
+            if d > limit {
+                return vec![format!(
+                    "the value is nested {d} levels deep; this recursive schema accepts at most {limit}"
+                )];
+            }
+        }
         // The common case, a valid instance, without building error iterators (3x cheaper).
         if self.validator.is_valid(instance) {
             return Vec::new();
@@ -109,7 +143,16 @@ impl Compiled {
                 } else {
                     format!("at {at}")
                 };
-                out.push(shorten(&format!("{place}: {error}"), MAX_ERROR_LINE));
+                let what = match error.kind() {
+                    // The engine's own text says nothing about which limit or why.
+                    jsonschema::error::ValidationErrorKind::BacktrackLimitExceeded { .. } => {
+                        format!(
+                            "the string needs more than {PATTERN_BACKTRACK_LIMIT} backtracking steps to match against its pattern (the limit), so it is refused"
+                        )
+                    }
+                    _ => error.to_string(),
+                };
+                out.push(shorten(&format!("{place}: {what}"), MAX_ERROR_LINE));
             }
         }
         if total > out.len() {

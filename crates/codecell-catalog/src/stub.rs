@@ -15,6 +15,12 @@ const MAX_TYPE_DEPTH: usize = 6;
 const MAX_LITERAL_VALUES: usize = 64;
 /// Longest default rendered in a signature; longer ones are left to the tool (`= None`, omitted).
 const MAX_DEFAULT_CHARS: usize = 200;
+/// Schema nodes the annotations of one stub may visit. `$ref`s and `anyOf` branches are followed
+/// each time they are reached, so breadth multiplies; past this the stub is generated again with
+/// every type `Any` (plainer, still valid, and never a hang).
+pub const STUB_WORK_BUDGET: usize = 20_000;
+/// Longest annotation rendered; a longer one (a union of many literals, say) becomes `Any`.
+const MAX_ANNOTATION_CHARS: usize = 1_000;
 /// A `def` line longer than this puts one parameter per line.
 const MAX_DEF_LINE: usize = 88;
 
@@ -39,13 +45,19 @@ pub struct StubInput<'a> {
 struct Imports<'r> {
     names: BTreeSet<&'static str>,
     root: &'r Value,
+    /// Schema nodes the annotations may still visit (see [`STUB_WORK_BUDGET`]).
+    budget: usize,
+    /// Set when the budget ran out: the stub is then generated again with plain types.
+    exhausted: bool,
 }
 
 impl<'r> Imports<'r> {
-    fn new(root: &'r Value) -> Self {
+    fn new(root: &'r Value, budget: usize) -> Self {
         Imports {
             names: BTreeSet::new(),
             root,
+            budget,
+            exhausted: false,
         }
     }
 
@@ -55,8 +67,21 @@ impl<'r> Imports<'r> {
     }
 }
 
-/// Renders the Python annotation for a schema.
+/// Renders the Python annotation for a schema, `Any` when it is too long to be useful.
 fn annotation(schema: &Value, imports: &mut Imports<'_>, depth: usize) -> String {
+    let a = annotation_of(schema, imports, depth);
+    if a.len() > MAX_ANNOTATION_CHARS {
+        return imports.use_name("Any").to_string();
+    }
+    a
+}
+
+fn annotation_of(schema: &Value, imports: &mut Imports<'_>, depth: usize) -> String {
+    if imports.budget == 0 {
+        imports.exhausted = true;
+        return imports.use_name("Any").to_string();
+    }
+    imports.budget -= 1;
     let Some(map) = schema.as_object() else {
         return imports.use_name("Any").to_string();
     };
@@ -313,9 +338,18 @@ fn push_indented(out: &mut String, text: &str, indent: &str) {
     }
 }
 
-/// The full stub source for one tool.
+/// The full stub source for one tool; within [`STUB_WORK_BUDGET`] whatever the schema.
 pub fn generate(input: &StubInput<'_>) -> String {
-    let mut imports = Imports::new(input.input_schema);
+    generate_within(input, STUB_WORK_BUDGET).unwrap_or_else(|| {
+        // Over budget: the same stub with every parameter and the result typed `Any`.
+        generate_within(input, 0).unwrap_or_default()
+    })
+}
+
+/// The stub, or `None` when its annotations needed more than `budget` (0 means plain types).
+fn generate_within(input: &StubInput<'_>, budget: usize) -> Option<String> {
+    let plain = budget == 0;
+    let mut imports = Imports::new(input.input_schema, budget);
     let params = params(input.input_schema, &mut imports);
     let returns = match input.output_schema {
         Some(schema) => {
@@ -324,6 +358,9 @@ pub fn generate(input: &StubInput<'_>) -> String {
         }
         None => imports.use_name("Any").to_string(),
     };
+    if imports.exhausted && !plain {
+        return None;
+    }
 
     let rendered: Vec<String> = params
         .iter()
@@ -389,7 +426,7 @@ pub fn generate(input: &StubInput<'_>) -> String {
     }
     out.push_str("\n    \"\"\"\n");
     out.push_str(&body(input, &params));
-    out
+    Some(out)
 }
 
 /// The function body: keyword arguments when every name is its own identifier and nothing is

@@ -339,19 +339,34 @@ fn categories_report_modules_and_functions() {
 #[tokio::test]
 async fn self_referential_schemas_build_inside_a_runtime_and_validate() {
     // A cycle of references must neither hang nor overflow; a remote one must fail, not block.
+    // A loop that never leaves one value (`L` is `L`) says nothing and would recurse forever:
+    // refused when built (it was accepted before the complexity bound, issue 10 class 3).
     let cyclic = json!({"type": "object", "$defs": {"L": {"$ref": "#/$defs/L"}}, "properties": {"x": {"$ref": "#/$defs/L"}}});
-    let result = Catalog::builder()
+    let e = Catalog::builder()
         .tool("a", ToolSpec::new("t", "", cyclic), handler_fn(Ok))
-        .build();
-    // jsonschema accepts the cycle; calling must still terminate, and the stub falls back to Any.
-    let c = result.unwrap();
-    let outcome =
-        tokio::time::timeout(Duration::from_secs(5), c.call("a", "t", json!({"x": 1}))).await;
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("never descends"), "{e}");
+    // A recursive schema that descends builds, validates and terminates; its stub is plain.
+    let list = json!({"type": "object", "$defs": {"L": {"type": "object", "properties": {"next": {"$ref": "#/$defs/L"}}}}, "properties": {"x": {"$ref": "#/$defs/L"}}});
+    let c = Catalog::builder()
+        .tool("a", ToolSpec::new("t", "", list), handler_fn(Ok))
+        .build()
+        .unwrap();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(5),
+        c.call("a", "t", json!({"x": {"next": {"next": 1}}})),
+    )
+    .await;
     assert!(
-        outcome.is_ok(),
-        "validation of a cyclic schema did not terminate"
+        outcome.expect("validation terminates").is_err(),
+        "1 is not an object"
     );
-    assert!(c.read("tools/a/t.py").unwrap().contains("x: Any = None"));
+    assert!(
+        c.read("tools/a/t.py")
+            .unwrap()
+            .contains("x: Optional[dict] = None")
+    );
     let remote =
         json!({"type": "object", "properties": {"x": {"$ref": "https://example.invalid/s.json"}}});
     let e = Catalog::builder()
