@@ -188,6 +188,7 @@ impl CatalogBuilder {
         let mut infos = Vec::with_capacity(self.categories.len());
         let mut entries = Vec::with_capacity(self.categories.len());
         let mut all_stubs = Vec::with_capacity(self.categories.len());
+        let mut patterns = schema::Patterns::default();
         for (i, (cat, module)) in self.categories.into_iter().zip(modules).enumerate() {
             check_name(&cat.name).map_err(|m| fail(Where::Category(i, "name"), m))?;
             check_description(&cat.description)
@@ -218,11 +219,11 @@ impl CatalogBuilder {
                         format!("has {props} properties; the limit is {MAX_PARAMETERS}"),
                     ));
                 }
-                let input = schema::compile_input(&spec.input_schema)
+                let input = schema::compile_input(&spec.input_schema, &mut patterns)
                     .map_err(|m| fail(Where::Tool(i, j, "inputSchema"), m))?;
                 let output = match &spec.output_schema {
                     Some(s) => Some(
-                        schema::compile(s)
+                        schema::compile_with(s, &mut patterns)
                             .map_err(|m| fail(Where::Tool(i, j, "outputSchema"), m))?,
                     ),
                     None => None,

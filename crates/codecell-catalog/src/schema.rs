@@ -14,7 +14,11 @@ pub const MAX_SCHEMA_DEPTH: usize = 48;
 /// engine); the rest stop here and the value is reported as not matching, with the reason.
 pub const PATTERN_BACKTRACK_LIMIT: usize = 10_000;
 /// Largest compiled form of one `pattern`, in bytes (a schema with `a{1000}{1000}` is refused).
-pub const PATTERN_SIZE_LIMIT: usize = 1024 * 1024;
+/// Compiling costs time and memory in proportion, about 3 ms and 1 MB per MiB.
+pub const PATTERN_SIZE_LIMIT: usize = 256 * 1024;
+/// Most distinct `pattern`s and `patternProperties` keys in one catalog: with
+/// [`PATTERN_SIZE_LIMIT`], compiling them all stays within about 128 MB and half a second.
+pub const MAX_PATTERNS: usize = 512;
 /// Cache of the lazy DFA of one `pattern`, in bytes; past it matching falls back to a slower
 /// engine that is still linear, so this bounds memory, not correctness.
 const PATTERN_DFA_SIZE_LIMIT: usize = 256 * 1024;
@@ -52,8 +56,45 @@ pub(crate) fn depth(value: &Value) -> usize {
     max
 }
 
-/// Checks size and depth, then compiles. `Err` is a message for a catalog error.
-pub(crate) fn compile(schema: &Value) -> Result<Compiled, String> {
+/// What the schemas of one catalog share while it is built: compiled patterns (each distinct
+/// pattern is compiled once) and their count against [`MAX_PATTERNS`].
+#[derive(Default)]
+pub(crate) struct Patterns {
+    cache: jsonschema::PatternCache,
+    seen: std::collections::HashSet<String>,
+}
+
+impl Patterns {
+    /// Counts the patterns of `schema`; `Err` when the catalog would hold too many.
+    fn admit(&mut self, schema: &Value) -> Result<(), String> {
+        let mut stack = vec![schema];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Object(map) => {
+                    if let Some(Value::String(p)) = map.get("pattern") {
+                        self.seen.insert(p.clone());
+                    }
+                    if let Some(Value::Object(props)) = map.get("patternProperties") {
+                        self.seen.extend(props.keys().cloned());
+                    }
+                    stack.extend(map.values());
+                }
+                Value::Array(items) => stack.extend(items),
+                _ => {}
+            }
+            if self.seen.len() > MAX_PATTERNS {
+                return Err(format!(
+                    "brings the catalog over {MAX_PATTERNS} distinct patterns (pattern and patternProperties), the limit"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks size, depth and complexity, then compiles, sharing compiled patterns (and their
+/// count) with the rest of the catalog. `Err` is a message for a catalog error.
+pub(crate) fn compile_with(schema: &Value, patterns: &mut Patterns) -> Result<Compiled, String> {
     if !schema.is_object() && !schema.is_boolean() {
         return Err("must be a JSON Schema (an object)".to_string());
     }
@@ -72,6 +113,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, String> {
     // Before compiling: the cost of fan-out shows at validation, and bounding it first means a
     // hostile schema never reaches the compiler either.
     let analysis = crate::complexity::analyse(schema)?;
+    patterns.admit(schema)?;
     // The options validate the schema against its meta-schema; with the crate's default features
     // off there is no HTTP or file retriever, so external `$ref`s fail here.
     let validator = jsonschema::options()
@@ -81,12 +123,19 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, String> {
                 .size_limit(PATTERN_SIZE_LIMIT)
                 .dfa_size_limit(PATTERN_DFA_SIZE_LIMIT),
         )
+        .with_pattern_cache(patterns.cache.clone())
         .build(schema)
         .map_err(|e| {
-            format!(
-                "is not a valid JSON Schema: {}",
-                shorten(&e.to_string(), 400)
-            )
+            let text = e.to_string();
+            // A pattern over the size limit is reported by the engine as "not a regex".
+            let hint = if text.contains("is not a \"regex\"") {
+                format!(
+                    " (a pattern must be an ECMA-262 regular expression compiling to at most {PATTERN_SIZE_LIMIT} bytes)"
+                )
+            } else {
+                String::new()
+            };
+            format!("is not a valid JSON Schema: {}{hint}", shorten(&text, 400))
         })?;
     Ok(Compiled {
         validator,
@@ -95,7 +144,7 @@ pub(crate) fn compile(schema: &Value) -> Result<Compiled, String> {
 }
 
 /// Checks an input schema: an object schema (MCP requires `"type": "object"`; absent is accepted).
-pub(crate) fn compile_input(schema: &Value) -> Result<Compiled, String> {
+pub(crate) fn compile_input(schema: &Value, patterns: &mut Patterns) -> Result<Compiled, String> {
     let Some(map) = schema.as_object() else {
         return Err("must be a JSON object (a JSON Schema with \"type\": \"object\")".to_string());
     };
@@ -114,7 +163,7 @@ pub(crate) fn compile_input(schema: &Value) -> Result<Compiled, String> {
     {
         return Err("\"properties\" must be an object".to_string());
     }
-    compile(schema)
+    compile_with(schema, patterns)
 }
 
 impl Compiled {

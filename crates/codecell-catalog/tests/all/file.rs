@@ -1,7 +1,7 @@
 //! Catalog files: loading, relative commands, dynamic handlers, and errors that name the file,
 //! the JSON path and the problem.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Stub generation against golden files in fixtures/stubs (schema in, .py out), validity of every
 //! stub as Python, and the behaviour of generated stubs under a fake `codecell` module.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

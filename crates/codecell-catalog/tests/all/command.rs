@@ -1,6 +1,6 @@
 //! Command handlers: JSON over stdin/stdout, exit statuses, timeouts, output caps, bad output.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
