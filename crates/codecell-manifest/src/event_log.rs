@@ -78,11 +78,12 @@ impl Event {
     }
 }
 
-/// Parses the log's bytes: the valid events, and a message for each line that is not one.
+/// Parses the log's bytes: the valid events, and a message for each line that is not one (the
+/// first [`MAX_LOAD_ERRORS`](crate::load_errors::MAX_LOAD_ERRORS), then a count of the rest).
 /// A last line without its newline is a write that never finished: it is ignored and reported.
 pub fn parse_log(bytes: &[u8], file: &str) -> (Vec<Event>, Vec<String>) {
     let mut events = Vec::new();
-    let mut errors = Vec::new();
+    let mut errors = crate::load_errors::Sink::new(file);
     let mut rest = bytes;
     let mut number = 0usize;
     while !rest.is_empty() {
@@ -101,9 +102,9 @@ pub fn parse_log(bytes: &[u8], file: &str) -> (Vec<Event>, Vec<String>) {
         };
         // Unterminated, or closed by a later writer's repair: an interrupted write either way.
         if !complete || line.last() == Some(&crate::store::fsutil::TORN_MARK) {
-            errors.push(format!(
-                "{file}: line {number} is incomplete (a torn write); ignored"
-            ));
+            errors.push_with(|| {
+                format!("{file}: line {number} is incomplete (a torn write); ignored")
+            });
             continue;
         }
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -116,10 +117,12 @@ pub fn parse_log(bytes: &[u8], file: &str) -> (Vec<Event>, Vec<String>) {
             .and_then(|event| event.check().map(|()| event));
         match parsed {
             Ok(event) => events.push(event),
-            Err(e) => errors.push(format!("{file}: line {number} is not a valid event: {e}")),
+            Err(e) => {
+                errors.push_with(|| format!("{file}: line {number} is not a valid event: {e}"));
+            }
         }
     }
-    (events, errors)
+    (events, errors.finish())
 }
 
 /// The activation history of one name in one scope after replaying its events: the last entry

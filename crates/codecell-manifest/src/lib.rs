@@ -9,6 +9,7 @@ pub mod clock;
 pub mod error;
 pub mod event_log;
 mod json_text;
+pub mod load_errors;
 pub mod manifest;
 mod pyvalue;
 pub mod registry;

@@ -12,6 +12,7 @@ pub use versions::{PublicEvent, VersionEntry, VersionsReport};
 use crate::clock::{Clock, SystemClock};
 use crate::error::DynamicToolError;
 use crate::event_log::Event;
+use crate::load_errors::MAX_LOAD_ERRORS;
 use crate::manifest::{Manifest, Scope};
 use crate::runner::ToolRunner;
 use crate::schema;
@@ -57,16 +58,61 @@ struct State {
     session: BTreeMap<String, Manifest>,
     load_errors: Vec<String>,
     load_error_set: HashSet<String>,
+    /// Hashes of distinct errors seen after the first [`MAX_LOAD_ERRORS`]: counted, not kept.
+    /// Bounded too: past [`MAX_SUPPRESSED_TRACKED`] every further error is simply counted.
+    suppressed: HashSet<u64>,
+    suppressed_untracked: usize,
+    /// The latest "… and N more" of each source (the store already capped that source); kept
+    /// apart so they are neither capped away nor piled up as the count changes between reads.
+    source_summaries: BTreeMap<String, usize>,
     last_audit_event: Option<Event>,
 }
+
+/// Distinct suppressed errors remembered (by hash) so re-reading the store does not count them
+/// again; 8 bytes each.
+const MAX_SUPPRESSED_TRACKED: usize = 100_000;
 
 impl State {
     fn record_errors(&mut self, errors: impl IntoIterator<Item = String>) {
         for error in errors {
-            if self.load_error_set.insert(error.clone()) {
+            if let Some((source, count)) = crate::load_errors::parse_summary(&error) {
+                self.source_summaries.insert(source.to_string(), count);
+                continue;
+            }
+            if self.load_error_set.contains(&error) {
+                continue;
+            }
+            if self.load_errors.len() < MAX_LOAD_ERRORS {
+                self.load_error_set.insert(error.clone());
                 self.load_errors.push(error);
+                continue;
+            }
+            use std::hash::{BuildHasher as _, Hasher as _};
+            // A fixed hasher: the same message must hash the same on every query.
+            let mut hasher =
+                std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().build_hasher();
+            hasher.write(error.as_bytes());
+            let hash = hasher.finish();
+            if self.suppressed.len() < MAX_SUPPRESSED_TRACKED {
+                self.suppressed.insert(hash);
+            } else if !self.suppressed.contains(&hash) {
+                self.suppressed_untracked += 1;
             }
         }
+    }
+
+    fn load_errors(&self) -> Vec<String> {
+        let mut errors = self.load_errors.clone();
+        errors.extend(
+            self.source_summaries
+                .iter()
+                .map(|(source, count)| crate::load_errors::summary(source, *count)),
+        );
+        let more = self.suppressed.len() + self.suppressed_untracked;
+        if more > 0 {
+            errors.push(crate::load_errors::summary("store", more));
+        }
+        errors
     }
 }
 
@@ -139,9 +185,10 @@ impl Registry {
         &self.project_id
     }
 
-    /// Every distinct load error seen so far (corrupt, tampered or torn files and log lines).
+    /// Every distinct load error seen so far (corrupt, tampered or torn files and log lines):
+    /// the first [`MAX_LOAD_ERRORS`], then one line counting the rest.
     pub fn load_errors(&self) -> Vec<String> {
-        self.state().load_errors.clone()
+        self.state().load_errors()
     }
 
     /// The event appended by the last promote/activate/rollback of this registry.

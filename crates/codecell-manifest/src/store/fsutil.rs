@@ -27,6 +27,41 @@ fn private_options(options: &mut OpenOptions) -> &mut OpenOptions {
     options
 }
 
+/// Options that never block in `open`: without `O_NONBLOCK`, a FIFO planted in place of a store
+/// file blocks the open until some writer appears, which hangs `tool list` forever. Regular files
+/// ignore the flag, and [`checked_regular`] refuses everything else right after the open.
+fn nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt as _;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    options
+}
+
+/// Refuses a handle that is not a regular file (a FIFO, a device, a directory, a socket),
+/// checked on the opened handle itself so a rename between check and use cannot swap it.
+fn checked_regular(file: cap_std::fs::File, name: &str) -> io::Result<cap_std::fs::File> {
+    let metadata = file.metadata()?;
+    if metadata.is_file() {
+        Ok(file)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{name} is not a regular file; refused"),
+        ))
+    }
+}
+
+/// Opens `name` in `dir` with `options`, without blocking, and only if it is a regular file.
+pub(crate) fn open_regular(
+    dir: &Dir,
+    name: &str,
+    options: &mut OpenOptions,
+) -> io::Result<cap_std::fs::File> {
+    checked_regular(dir.open_with(name, nonblocking(options))?, name)
+}
+
 /// A fresh unique-enough hex token (pid, time, counter) for temporary names and event ids.
 pub(crate) fn unique_token() -> String {
     use sha2::Digest as _;
@@ -81,9 +116,10 @@ pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
     }
 }
 
-/// Reads a file of at most `max` bytes; `Ok(None)` when it is larger.
+/// Reads a regular file of at most `max` bytes; `Ok(None)` when it is larger. Never blocks on
+/// a FIFO and never reads more than `max + 1` bytes, whatever the file claims its length is.
 pub(crate) fn read_bounded(dir: &Dir, name: &str, max: u64) -> io::Result<Option<Vec<u8>>> {
-    let file = dir.open(name)?;
+    let file = open_regular(dir, name, OpenOptions::new().read(true))?;
     if file.metadata()?.len() > max {
         return Ok(None);
     }
@@ -103,9 +139,7 @@ impl LockGuard {
     pub(crate) fn acquire(dir: &Dir, name: &str) -> io::Result<LockGuard> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true);
-        let file = dir
-            .open_with(name, private_options(&mut options))?
-            .into_std();
+        let file = open_regular(dir, name, private_options(&mut options))?.into_std();
         file.lock()?;
         Ok(LockGuard(file))
     }
@@ -122,13 +156,18 @@ impl Drop for LockGuard {
 /// with a newline (a writer died mid-line), the torn fragment is first closed with
 /// [`TORN_MARK`] and a newline, so it stays a line of its own that never becomes valid (even if
 /// the fragment happened to be a whole event whose write was not confirmed).
-pub(crate) fn append_line(dir: &Dir, name: &str, line: &str) -> io::Result<()> {
+/// A log already holding `max` bytes or more is refused (readers would not load it either).
+pub(crate) fn append_line(dir: &Dir, name: &str, line: &str, max: u64) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
-    let mut file = dir
-        .open_with(name, private_options(&mut options))?
-        .into_std();
+    let mut file = open_regular(dir, name, private_options(&mut options))?.into_std();
     let len = file.metadata()?.len();
+    if len.saturating_add(line.len() as u64 + 3) > max {
+        return Err(io::Error::new(
+            io::ErrorKind::StorageFull,
+            format!("{name} would grow past its limit of {max} bytes"),
+        ));
+    }
     let mut buffer = Vec::with_capacity(line.len() + 2);
     if len > 0 {
         use std::io::{Seek as _, SeekFrom};

@@ -13,6 +13,7 @@
 pub(crate) mod fsutil;
 
 use crate::event_log::{self, Event};
+use crate::load_errors::{MAX_LOAD_ERROR_BYTES, Sink};
 use crate::manifest::Manifest;
 use crate::verify;
 use cap_std::fs::Dir;
@@ -21,8 +22,15 @@ use std::io;
 use std::path::Path;
 use std::sync::Mutex;
 
-/// Largest manifest file read, in bytes (the seed's `_MAX_SOURCE_CHARS * 2`).
-pub const MAX_MANIFEST_BYTES: u64 = 200_000;
+/// Largest manifest file read or written, in bytes: room for a source at the policy's
+/// [`MAX_SOURCE_CHARS`](codecell_policy::MAX_SOURCE_CHARS) with every character escaped (6 bytes
+/// each), two schemas at [`MAX_SCHEMA_BYTES`](crate::schema::MAX_SCHEMA_BYTES), and a generous
+/// rest for the description and ids. (The seed's `_MAX_SOURCE_CHARS * 2` could not hold a legal
+/// source of non-ASCII text, so a define could write a file its own load refused.)
+pub const MAX_MANIFEST_BYTES: u64 = 2 << 20;
+/// Largest event log read, in bytes; past it the log is not loaded (a clear load error) and
+/// appends are refused. At a few hundred bytes an event, that is tens of thousands of events.
+pub const MAX_EVENT_LOG_BYTES: u64 = 16 << 20;
 /// File name of the event log inside `scoped/`.
 pub const EVENT_LOG: &str = "events.jsonl";
 const LOCK_FILE: &str = ".lock";
@@ -107,23 +115,23 @@ impl Store {
             Err(e) => return (Vec::new(), vec![format!("session directory: {e}")]),
         };
         let mut manifests = Vec::new();
-        let mut errors = Vec::new();
+        let mut errors = Sink::new(format!("sessions/{}", session_key(session_id)));
         for (file, stem) in manifest_files(&dir, &mut errors) {
             match read_record(&dir, &file)
                 .and_then(|record| verify::session_record(&record, &stem, session_id))
             {
                 Ok(Some(manifest)) => manifests.push(manifest),
                 Ok(None) => {}
-                Err(e) => errors.push(format!("{file}: {e}")),
+                Err(e) => errors.push_with(|| format!("{file}: {e}")),
             }
         }
-        (manifests, errors)
+        (manifests, errors.finish())
     }
 
     /// Every valid project/global manifest, plus load errors.
     pub fn scoped_manifests(&self) -> (Vec<Manifest>, Vec<String>) {
         let mut manifests = Vec::new();
-        let mut errors = Vec::new();
+        let mut errors = Sink::new("scoped/manifests");
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
         let files = manifest_files(&self.manifests, &mut errors);
         verdicts.retain(|name, _| files.iter().any(|(file, _)| file == name));
@@ -146,25 +154,25 @@ impl Store {
             };
             match verdict {
                 Ok(manifest) => manifests.push(manifest),
-                Err(e) => errors.push(format!("{file}: {e}")),
+                Err(e) => errors.push_with(|| format!("{file}: {e}")),
             }
         }
-        (manifests, errors)
+        (manifests, errors.finish())
     }
 
     /// Every valid event in log order, plus a message for each bad or torn line.
+    /// A log over [`MAX_EVENT_LOG_BYTES`], or anything but a regular file, loads no events.
     pub fn events(&self) -> (Vec<Event>, Vec<String>) {
-        match self.scoped.open(EVENT_LOG) {
+        match fsutil::read_bounded(&self.scoped, EVENT_LOG, MAX_EVENT_LOG_BYTES) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), Vec::new()),
-            Err(e) => (Vec::new(), vec![format!("{EVENT_LOG}: {e}")]),
-            Ok(file) => {
-                use std::io::Read as _;
-                let mut bytes = Vec::new();
-                match file.into_std().read_to_end(&mut bytes) {
-                    Ok(_) => event_log::parse_log(&bytes, EVENT_LOG),
-                    Err(e) => (Vec::new(), vec![format!("{EVENT_LOG}: {e}")]),
-                }
-            }
+            Err(e) => (Vec::new(), vec![clip(format!("{EVENT_LOG}: {e}"))]),
+            Ok(None) => (
+                Vec::new(),
+                vec![format!(
+                    "{EVENT_LOG}: larger than the limit of {MAX_EVENT_LOG_BYTES} bytes; no events loaded"
+                )],
+            ),
+            Ok(Some(bytes)) => event_log::parse_log(&bytes, EVENT_LOG),
         }
     }
 
@@ -193,8 +201,13 @@ impl WriteLock<'_> {
 
     /// Appends one event to the log and fsyncs it.
     pub fn append_event(&self, event: &Event) -> Result<(), StoreError> {
-        fsutil::append_line(&self.store.scoped, EVENT_LOG, &event.to_line())
-            .map_err(ctx("append to the event log"))
+        fsutil::append_line(
+            &self.store.scoped,
+            EVENT_LOG,
+            &event.to_line(),
+            MAX_EVENT_LOG_BYTES,
+        )
+        .map_err(ctx("append to the event log"))
     }
 }
 
@@ -203,12 +216,25 @@ fn write_once(dir: &Dir, manifest: &Manifest) -> Result<(), StoreError> {
     if dir.exists(&name) {
         return Ok(());
     }
-    fsutil::write_atomic(dir, &name, manifest.record_json().as_bytes())
-        .map_err(ctx(format!("write {name}")))
+    let bytes = manifest.record_json();
+    // Never write what a load would refuse as too large.
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(StoreError {
+            context: format!("write {name}"),
+            source: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the manifest is {} bytes, over the limit of {MAX_MANIFEST_BYTES}",
+                    bytes.len()
+                ),
+            ),
+        });
+    }
+    fsutil::write_atomic(dir, &name, bytes.as_bytes()).map_err(ctx(format!("write {name}")))
 }
 
 /// `dyn-*.json` files of a directory, sorted, as (file name, stem).
-fn manifest_files(dir: &Dir, errors: &mut Vec<String>) -> Vec<(String, String)> {
+fn manifest_files(dir: &Dir, errors: &mut Sink) -> Vec<(String, String)> {
     let entries = match dir.entries() {
         Ok(entries) => entries,
         Err(e) => {
@@ -228,6 +254,10 @@ fn manifest_files(dir: &Dir, errors: &mut Vec<String>) -> Vec<(String, String)> 
     files
 }
 
+fn clip(message: String) -> String {
+    crate::load_errors::clip(message, MAX_LOAD_ERROR_BYTES)
+}
+
 fn read_record(dir: &Dir, file: &str) -> Result<serde_json::Value, String> {
     parse_record(read_bytes(dir, file)?)
 }
@@ -235,7 +265,7 @@ fn read_record(dir: &Dir, file: &str) -> Result<serde_json::Value, String> {
 fn read_bytes(dir: &Dir, file: &str) -> Result<Vec<u8>, String> {
     fsutil::read_bounded(dir, file, MAX_MANIFEST_BYTES)
         .map_err(|e| e.to_string())?
-        .ok_or_else(|| "manifest is too large".to_string())
+        .ok_or_else(|| format!("manifest is too large (over {MAX_MANIFEST_BYTES} bytes)"))
 }
 
 fn parse_record(bytes: Vec<u8>) -> Result<serde_json::Value, String> {

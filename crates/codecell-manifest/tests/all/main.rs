@@ -8,4 +8,5 @@ mod define_rules;
 mod manifest_ids;
 mod processes;
 mod scopes;
+mod store_files;
 mod tamper;

@@ -130,7 +130,10 @@ async fn tampered_session_manifests_stay_inert() {
     write(
         &session_dir,
         &format!("{}.json", fake_name(102)),
-        &format!("{{\"pad\":\"{}\"}}", "x".repeat(200_001)),
+        &format!(
+            "{{\"pad\":\"{}\"}}",
+            "x".repeat(codecell_manifest::store::MAX_MANIFEST_BYTES as usize + 1)
+        ),
     );
     write(
         &session_dir,
