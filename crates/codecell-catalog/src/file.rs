@@ -3,13 +3,18 @@
 //! ```json
 //! {"categories": [{"name": "...", "description": "...", "tools": [
 //!   {"name": "...", "description": "...", "inputSchema": {...}, "outputSchema": {...},
-//!    "handler": {"command": ["./tool.py", "--flag"], "timeout_ms": 5000, "max_output_bytes": 65536}}
+//!    "handler": {"command": ["./tool.py", "--flag"], "timeout_ms": 5000, "max_output_bytes": 65536,
+//!                "env": {"TOOL_MODE": "fast"}}}
 //! ]}]}
 //! ```
 //!
-//! A handler is `{"command": [argv…], "timeout_ms"?, "max_output_bytes"?}` or `{"dynamic": "name"}`.
-//! A command runs with the catalog file's directory as its working directory, and an `argv[0]`
-//! starting with `./` or `../` is resolved against that directory too. Unknown fields are refused
+//! A handler is `{"command": [argv…], "timeout_ms"?, "max_output_bytes"?, "env"?}` or
+//! `{"dynamic": "name"}`. A command runs with the catalog file's directory as its working
+//! directory, and an `argv[0]` starting with `./` or `../` is resolved against that directory
+//! too. Its environment is empty but for the host's `PATH` (and `SystemRoot` on Windows) and what
+//! `"env"` lists: an object of strings, at most [`MAX_ENV_VARS`] of them, names without `=` or
+//! NUL, values without NUL and at most [`MAX_ARG_BYTES`] bytes; a listed `PATH` replaces the
+//! host's. Nothing else of the host's environment reaches a tool. Unknown fields are refused
 //! (a misspelt `input_schema` must not silently become "no schema"), except MCP's `title` and
 //! `annotations` and a top-level `$schema`, which are ignored. Every error names the file, the JSON
 //! path and the problem.
@@ -34,6 +39,9 @@ pub const MAX_CATALOG_FILE_BYTES: u64 = 4 * 1024 * 1024;
 pub const MAX_ARGV: usize = 256;
 /// Longest argv entry, in bytes.
 pub const MAX_ARG_BYTES: usize = 4096;
+
+/// Most variables in one command's `"env"`.
+pub const MAX_ENV_VARS: usize = 64;
 
 /// Resolves `{"dynamic": name}` handlers to handlers, or `None` when no such tool exists.
 pub type DynamicResolver<'r> = &'r dyn Fn(&str) -> Option<Arc<dyn Handler>>;
@@ -123,7 +131,7 @@ fn command_handler(
     check_keys(
         obj,
         path,
-        &["command", "timeout_ms", "max_output_bytes"],
+        &["command", "timeout_ms", "max_output_bytes", "env"],
         &[],
     )?;
     let cpath = format!("{path}.command");
@@ -167,7 +175,47 @@ fn command_handler(
     if let Some(n) = bounded(obj, path, "max_output_bytes", MAX_OUTPUT_BYTES as u64)? {
         handler = handler.max_output_bytes(usize::try_from(n).unwrap_or(MAX_OUTPUT_BYTES));
     }
+    if let Some(env) = obj.get("env") {
+        for (name, value) in environment(env, &format!("{path}.env"))? {
+            handler = handler.env(name, value);
+        }
+    }
     Ok(Arc::new(handler))
+}
+
+/// A command's `"env"`: an object of strings, with names and values the OS can take.
+fn environment<'v>(v: &'v Value, path: &str) -> Result<Vec<(&'v str, &'v str)>, Problem> {
+    let vars = object(v, path)?;
+    if vars.len() > MAX_ENV_VARS {
+        return Err(problem(
+            path,
+            format!("has {} variables; the limit is {MAX_ENV_VARS}", vars.len()),
+        ));
+    }
+    let mut out = Vec::with_capacity(vars.len());
+    for (name, value) in vars {
+        let at = format!("{path}.{}", shorten(name, 60));
+        // `=` would split the name; NUL cannot be passed to the OS at all.
+        if name.is_empty() || name.contains(['=', '\0']) || name.len() > MAX_ARG_BYTES {
+            return Err(problem(
+                &at,
+                format!(
+                    "is not a usable variable name: non-empty, without '=' or NUL, at most {MAX_ARG_BYTES} bytes"
+                ),
+            ));
+        }
+        let value = value
+            .as_str()
+            .ok_or_else(|| problem(&at, format!("must be a string, found {}", kind(value))))?;
+        if value.contains('\0') || value.len() > MAX_ARG_BYTES {
+            return Err(problem(
+                &at,
+                format!("must be a string without NUL, at most {MAX_ARG_BYTES} bytes"),
+            ));
+        }
+        out.push((name.as_str(), value));
+    }
+    Ok(out)
 }
 
 fn handler(

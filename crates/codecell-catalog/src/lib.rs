@@ -35,7 +35,22 @@
 //! Arguments are checked against `inputSchema` before the handler runs, results against
 //! `outputSchema` when given; [`CallError`]'s `Display` is the message the guest's `ToolError`
 //! carries. Command handlers get JSON on stdin, answer JSON on stdout, and are bounded by a
-//! timeout and an output cap; see [`CommandHandler`].
+//! timeout and an output cap; see [`CommandHandler`]. Each runs in its own process group (a job
+//! object on Windows) that is killed as a whole when the call ends, and with an empty
+//! environment but for `PATH` (`SystemRoot` too on Windows) and the variables its handler lists
+//! (`"env": {"NAME": "value"}` in a catalog file, [`CommandHandler::env`] in Rust).
+//!
+//! # Limits
+//!
+//! Every schema is bounded when the catalog is built, before it is compiled: its size
+//! ([`MAX_SCHEMA_BYTES`]) and nesting ([`MAX_SCHEMA_DEPTH`]); its fan-out, counting every `$ref`
+//! target and combinator branch each time it is reached ([`MAX_SCHEMA_EXPANSION`] schema nodes
+//! per instance value, [`MAX_SCHEMA_BRANCHES`] per `anyOf`/`oneOf`/`allOf`); `$ref` loops that
+//! never descend and non-local references are refused. Patterns compile to at most
+//! [`PATTERN_SIZE_LIMIT`] bytes, [`MAX_PATTERNS`] distinct ones per catalog, and a match that
+//! backtracks ([`PATTERN_BACKTRACK_LIMIT`] steps at most: look-around and backreferences; other
+//! patterns run in linear time) fails as a violation. Stub generation has a work budget
+//! ([`STUB_WORK_BUDGET`]); past it a stub gets `Any` types.
 
 mod builder;
 mod catalog;
@@ -63,7 +78,7 @@ pub use command::{
 };
 pub use complexity::{MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION};
 pub use error::{CallError, CatalogError, HandlerError, PathError};
-pub use file::{DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES};
+pub use file::{DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES, MAX_ENV_VARS};
 pub use handler::{Handler, HandlerFuture, async_handler_fn, handler_fn};
 pub use path::{MAX_PATH_BYTES, MAX_PATH_SEGMENTS, TreePath};
 pub use schema::{

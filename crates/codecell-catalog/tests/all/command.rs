@@ -224,3 +224,141 @@ async fn dropping_the_call_kills_the_program() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Reads the pid a tool wrote to `file`, waiting up to 20 s for it to appear.
+#[cfg(unix)]
+async fn wait_for_pid(file: &std::path::Path) -> i32 {
+    let started = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(file)
+            && let Ok(pid) = s.trim().parse()
+        {
+            return pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the tool never wrote its grandchild's pid"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether `pid` is still running (a zombie waiting to be reaped counts as gone).
+#[cfg(unix)]
+fn running(pid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next();
+        !stat.is_empty() && !matches!(state, Some("Z" | "X"))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+/// Asserts that `pid` stops running within 5 s (the kill is synchronous, reaping may lag).
+#[cfg(unix)]
+async fn assert_gone(pid: i32, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "grandchild {pid} survived {when}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `sh -c` that starts `sleep 60` in the background, writes its pid to `file`, then runs `then`.
+#[cfg(unix)]
+fn with_grandchild(file: &std::path::Path, then: &str) -> CommandHandler {
+    CommandHandler::new(vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("sleep 60 & echo $! > '{}'; {then}", file.display()),
+    ])
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn grandchildren_do_not_outlive_a_successful_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let h = with_grandchild(&pid_file, "echo '{\"ok\": true}'");
+    let started = Instant::now();
+    // The grandchild holds stdout open; the call must end when the tool exits, not in 60 s
+    // (before process groups it ran into the 10 s timeout).
+    assert_eq!(run(&h, json!({})).await.unwrap(), json!({"ok": true}));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_gone(wait_for_pid(&pid_file).await, "a successful call").await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn grandchildren_are_killed_on_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let h = with_grandchild(&pid_file, "sleep 60").timeout(Duration::from_millis(500));
+    let e = run(&h, json!({})).await.unwrap_err();
+    assert!(e.contains("timed out after 500 ms"), "{e}");
+    assert_gone(wait_for_pid(&pid_file).await, "the timeout").await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn grandchildren_are_killed_on_output_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let h = with_grandchild(&pid_file, "while :; do echo xxxxxxxxxxxxxxxx; done")
+        .max_output_bytes(1000);
+    let e = run(&h, json!({})).await.unwrap_err();
+    assert!(e.contains("more than 1000 bytes"), "{e}");
+    assert_gone(wait_for_pid(&pid_file).await, "an output overflow").await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn grandchildren_are_killed_when_the_call_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let h = with_grandchild(&pid_file, "sleep 60");
+    let task = tokio::spawn(async move { h.call(json!({})).await });
+    let pid = wait_for_pid(&pid_file).await;
+    assert!(running(pid));
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    assert_gone(pid, "a dropped call").await;
+}
+
+#[tokio::test]
+async fn the_host_environment_does_not_reach_a_tool() {
+    // SAFETY: set once, before any tool starts, to a value only this test reads; other tests
+    // running concurrently never read it.
+    unsafe { std::env::set_var("CODECELL_TEST_HOST_SECRET", "leaked") };
+    let h = py(
+        "import json,os; print(json.dumps({k: os.environ.get(k) for k in ['CODECELL_TEST_HOST_SECRET', 'TOOL_MODE', 'PATH', 'HOME']}))",
+    )
+    .env("TOOL_MODE", "fast");
+    let out = run(&h, json!({})).await.unwrap();
+    assert_eq!(out["CODECELL_TEST_HOST_SECRET"], Value::Null, "{out}");
+    assert_eq!(out["HOME"], Value::Null, "{out}");
+    assert_eq!(out["TOOL_MODE"], "fast", "{out}");
+    // Passed through so programs can be found (a pyenv shim may prepend its own entries).
+    let path = out["PATH"].as_str().unwrap_or_default();
+    assert!(path.ends_with(&std::env::var("PATH").unwrap()), "{out}");
+}

@@ -322,3 +322,55 @@ async fn commands_resolve_against_the_catalog_directory() {
             .contains("call_tool(\"greet\", \"hello-py\"")
     );
 }
+
+#[test]
+fn env_errors_name_the_json_path() {
+    let with_env = |env: Value| {
+        let mut t = tool("t");
+        t["handler"] = json!({"command": ["x"], "env": env});
+        with_tools(vec![t])
+    };
+    let at = "categories[0].tools[0].handler.env";
+    error_at(&with_env(json!(["A=1"])), at, "must be an object");
+    error_at(
+        &with_env(json!({"A": 1})),
+        &format!("{at}.A"),
+        "must be a string",
+    );
+    error_at(
+        &with_env(json!({"A=B": "1"})),
+        &format!("{at}.A=B"),
+        "without '='",
+    );
+    error_at(&with_env(json!({"": "1"})), &format!("{at}."), "non-empty");
+    error_at(
+        &with_env(json!({"A": "x\u{0}y"})),
+        &format!("{at}.A"),
+        "without NUL",
+    );
+    let many: serde_json::Map<String, Value> = (0..=codecell_catalog::MAX_ENV_VARS)
+        .map(|i| (format!("V{i}"), json!("1")))
+        .collect();
+    error_at(
+        &with_env(Value::Object(many)),
+        at,
+        "has 65 variables; the limit is 64",
+    );
+}
+
+#[tokio::test]
+async fn a_command_sees_only_path_and_the_env_its_catalog_lists() {
+    // SAFETY: set before any tool of this test starts; no other test reads this variable.
+    unsafe { std::env::set_var("CODECELL_TEST_FILE_SECRET", "leaked") };
+    let python = common::python3();
+    let script = "import json,os; print(json.dumps({k: os.environ.get(k) for k in ['CODECELL_TEST_FILE_SECRET', 'TOOL_MODE', 'EMPTY']}))";
+    let catalog = json!({"categories": [{"name": "c", "description": "", "tools": [{
+        "name": "env", "description": "", "inputSchema": {"type": "object"},
+        "handler": {"command": [python, "-c", script], "env": {"TOOL_MODE": "fast", "EMPTY": ""}}
+    }]}]});
+    let c = Catalog::from_json_str(&catalog.to_string(), Path::new("."), ORIGIN).unwrap();
+    assert_eq!(
+        c.call("c", "env", json!({})).await.unwrap(),
+        json!({"CODECELL_TEST_FILE_SECRET": null, "TOOL_MODE": "fast", "EMPTY": ""})
+    );
+}
