@@ -3,10 +3,14 @@
 //!
 //! usage: store_writer STORE SESSION PROJECT promote COUNT
 //!        store_writer STORE SESSION PROJECT hammer MANIFEST_ID_A MANIFEST_ID_B
+//!        store_writer STORE SESSION PROJECT define NAME SALT GO_FILE
 //!
 //! `promote` defines and promotes COUNT tools named `<session>_<i>`, then exits.
 //! `hammer` alternates activations of `shared` between two ids and keeps defining and
 //! promoting new tools until it is killed.
+//! `define` opens the registry, prints "ready", waits for GO_FILE to exist (so several writers
+//! start their defines together), defines NAME once and prints "defined <id>" (exit 0) or
+//! "refused <error>" (exit 3).
 
 use codecell_manifest::{Manifest, Registry, RegistryOptions, RunFuture, Scope, ToolRunner};
 use serde_json::{Value, json};
@@ -68,6 +72,22 @@ fn main() {
                     .activate("shared", Scope::Project, ids[i % 2], true)
                     .expect("activate");
                 define_and_promote(i);
+            }
+        }
+        "define" => {
+            let [name, salt, go] =
+                [5, 6, 7].map(|i| args.get(i).expect("define NAME SALT GO_FILE"));
+            let go = std::path::Path::new(go);
+            println!("ready");
+            while !go.exists() {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            match runtime.block_on(registry.define(&spec(name, salt))) {
+                Ok(manifest) => println!("defined {}", manifest.manifest_id),
+                Err(error) => {
+                    println!("refused {error}");
+                    std::process::exit(3);
+                }
             }
         }
         other => panic!("unknown mode {other}"),

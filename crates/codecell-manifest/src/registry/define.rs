@@ -74,13 +74,38 @@ impl Registry {
             return Err(DynamicToolError::SmokeOutput(error));
         }
 
+        // Uniqueness is checked and the file written under the store's lock, against what is
+        // on disk: another process (or another registry) of this session may have defined the
+        // name while the smoke test ran, and without the lock four concurrent defines of one
+        // name all succeeded.
+        let lock = self.store.lock()?;
+        let known: std::collections::HashSet<String> = self
+            .state()
+            .session
+            .values()
+            .map(|m| m.manifest_id.clone())
+            .collect();
+        let (on_disk, errors) = self
+            .store
+            .load_session_manifests_except(&self.session_id, &|stem| known.contains(stem));
+        let now = self.clock.now();
         let mut state = self.state();
-        // Another define of the same name may have finished while the smoke test ran.
+        state.record_errors(errors);
+        if let Some(theirs) = on_disk
+            .into_iter()
+            .find(|m| m.name == name && now < m.expires_at)
+        {
+            // Theirs is this session's tool now: resolve it here too.
+            state.session.entry(name.clone()).or_insert(theirs);
+            return Err(DynamicToolError::AlreadyDefined(name));
+        }
         if state.session.contains_key(&name) {
             return Err(DynamicToolError::AlreadyDefined(name));
         }
         self.store.write_session_manifest(&manifest)?;
         state.session.insert(name, manifest.clone());
+        drop(state);
+        drop(lock);
         Ok(manifest)
     }
 }

@@ -143,7 +143,7 @@ impl Registry {
             .map(|p| p.trim().to_string())
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| session_id.clone());
-        let store = Store::open(&options.store_dir)?;
+        let store = Store::open_with_clock(&options.store_dir, options.clock.clone())?;
         let registry = Registry {
             session_id,
             project_id,

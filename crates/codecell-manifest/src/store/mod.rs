@@ -12,6 +12,7 @@
 
 pub(crate) mod fsutil;
 
+use crate::clock::{Clock, SystemClock};
 use crate::event_log::{self, Event};
 use crate::load_errors::{MAX_LOAD_ERROR_BYTES, Sink};
 use crate::manifest::Manifest;
@@ -20,7 +21,7 @@ use cap_std::fs::Dir;
 use std::collections::HashMap;
 use std::io;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Largest manifest file read or written, in bytes: room for a source at the policy's
 /// [`MAX_SOURCE_CHARS`](codecell_policy::MAX_SOURCE_CHARS) with every character escaped (6 bytes
@@ -49,8 +50,14 @@ fn ctx(context: impl Into<String>) -> impl FnOnce(io::Error) -> StoreError {
     move |source| StoreError { context, source }
 }
 
+/// How far in the future a manifest's `created_at` may be and still load, in seconds: clocks of
+/// the processes sharing a store disagree a little, but a manifest "created" in 2100 would never
+/// expire (and would sort as the newest version for decades), so past this it is a load error.
+pub const MAX_CLOCK_SKEW_S: f64 = 300.0;
+
 /// An open store rooted at a directory.
 pub struct Store {
+    clock: Arc<dyn Clock>,
     sessions: Dir,
     scoped: Dir,
     manifests: Dir,
@@ -82,13 +89,19 @@ pub fn session_key(session_id: &str) -> String {
 }
 
 impl Store {
-    /// Opens the store at `root`, creating its directories if needed.
+    /// Opens the store at `root`, creating its directories if needed (system clock).
     pub fn open(root: &Path) -> Result<Store, StoreError> {
+        Store::open_with_clock(root, Arc::new(SystemClock))
+    }
+
+    /// Opens the store at `root`; `clock` decides which `created_at` lies in the future.
+    pub fn open_with_clock(root: &Path, clock: Arc<dyn Clock>) -> Result<Store, StoreError> {
         let dir = fsutil::open_ambient(root).map_err(ctx(format!("open {}", root.display())))?;
         let sessions = fsutil::open_sub(&dir, "sessions").map_err(ctx("open sessions/"))?;
         let scoped = fsutil::open_sub(&dir, "scoped").map_err(ctx("open scoped/"))?;
         let manifests = fsutil::open_sub(&scoped, "manifests").map_err(ctx("open manifests/"))?;
         Ok(Store {
+            clock,
             sessions,
             scoped,
             manifests,
@@ -110,6 +123,17 @@ impl Store {
 
     /// Every valid session manifest of `session_id` (expired ones included), plus load errors.
     pub fn load_session_manifests(&self, session_id: &str) -> (Vec<Manifest>, Vec<String>) {
+        self.load_session_manifests_except(session_id, &|_| false)
+    }
+
+    /// As [`Store::load_session_manifests`], skipping the files whose stem `known` accepts
+    /// (manifests already verified and in memory need not be verified again).
+    pub(crate) fn load_session_manifests_except(
+        &self,
+        session_id: &str,
+        known: &dyn Fn(&str) -> bool,
+    ) -> (Vec<Manifest>, Vec<String>) {
+        let now = self.clock.now();
         let dir = match self.session_dir(session_id) {
             Ok(dir) => dir,
             Err(e) => return (Vec::new(), vec![format!("session directory: {e}")]),
@@ -117,9 +141,15 @@ impl Store {
         let mut manifests = Vec::new();
         let mut errors = Sink::new(format!("sessions/{}", session_key(session_id)));
         for (file, stem) in manifest_files(&dir, &mut errors) {
+            if known(&stem) {
+                continue;
+            }
             match read_record(&dir, &file)
                 .and_then(|record| verify::session_record(&record, &stem, session_id))
-            {
+                .and_then(|found| match found {
+                    Some(manifest) => not_from_the_future(manifest, now).map(Some),
+                    None => Ok(None),
+                }) {
                 Ok(Some(manifest)) => manifests.push(manifest),
                 Ok(None) => {}
                 Err(e) => errors.push_with(|| format!("{file}: {e}")),
@@ -130,6 +160,7 @@ impl Store {
 
     /// Every valid project/global manifest, plus load errors.
     pub fn scoped_manifests(&self) -> (Vec<Manifest>, Vec<String>) {
+        let now = self.clock.now();
         let mut manifests = Vec::new();
         let mut errors = Sink::new("scoped/manifests");
         let mut verdicts = self.verdicts.lock().unwrap_or_else(|e| e.into_inner());
@@ -152,7 +183,8 @@ impl Store {
                     }
                 }
             };
-            match verdict {
+            // Outside the cached verdict: a manifest from the future becomes valid as time passes.
+            match verdict.and_then(|manifest| not_from_the_future(manifest, now)) {
                 Ok(manifest) => manifests.push(manifest),
                 Err(e) => errors.push_with(|| format!("{file}: {e}")),
             }
@@ -209,6 +241,16 @@ impl WriteLock<'_> {
         )
         .map_err(ctx("append to the event log"))
     }
+}
+
+fn not_from_the_future(manifest: Manifest, now: f64) -> Result<Manifest, String> {
+    if manifest.created_at > now + MAX_CLOCK_SKEW_S {
+        return Err(format!(
+            "manifest created_at {} is in the future (more than {MAX_CLOCK_SKEW_S} s ahead of now, {now})",
+            manifest.created_at
+        ));
+    }
+    Ok(manifest)
 }
 
 fn write_once(dir: &Dir, manifest: &Manifest) -> Result<(), StoreError> {

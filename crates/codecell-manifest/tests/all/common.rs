@@ -161,3 +161,10 @@ pub fn open(
 pub fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(1_712_345_678.25))
 }
+
+/// A manual clock at the real time, for tests sharing a store with processes that use the
+/// system clock (a reader at [`clock`]'s 2024 would see their manifests as from the future).
+pub fn clock_now() -> Arc<ManualClock> {
+    use codecell_manifest::Clock as _;
+    Arc::new(ManualClock::new(codecell_manifest::SystemClock.now()))
+}

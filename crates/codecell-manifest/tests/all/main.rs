@@ -4,6 +4,7 @@
 mod canonical_golden;
 mod canonical_prop;
 mod common;
+mod define_race;
 mod define_rules;
 mod manifest_ids;
 mod processes;

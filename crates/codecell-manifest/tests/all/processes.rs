@@ -1,7 +1,8 @@
 //! Several processes writing one store: concurrent promoters lose nothing, and a writer killed
-//! with SIGKILL mid-write leaves a store that loads cleanly.
+//! with SIGKILL mid-write leaves a store that loads cleanly, and concurrent defines of one name
+//! in one session leave exactly one tool.
 
-use crate::common::{PythonRunner, add_spec, add_spec_v2, clock, open};
+use crate::common::{PythonRunner, add_spec, add_spec_v2, clock_now as clock, open};
 use codecell_manifest::event_log::parse_log;
 use codecell_manifest::{Operation, Scope};
 use std::path::{Path, PathBuf};
@@ -165,4 +166,68 @@ async fn a_writer_killed_mid_write_leaves_a_loadable_store() {
             .unwrap()
             .ends_with(b"\n")
     );
+}
+
+/// Issue 10, class 8: four processes defining one name in one session all succeeded.
+#[test]
+fn four_processes_defining_one_name_in_one_session_yield_one_tool() {
+    use std::io::{BufRead as _, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let mut children: Vec<_> = (0..4)
+        .map(|i| {
+            Command::new(writer_exe())
+                .args([
+                    dir.path().join("store").to_str().unwrap(),
+                    "same-session",
+                    "proj",
+                    "define",
+                    "contested",
+                    &format!("writer {i}"),
+                    go.to_str().unwrap(),
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("spawn writer")
+        })
+        .collect();
+    let mut outputs: Vec<_> = children
+        .iter_mut()
+        .map(|child| BufReader::new(child.stdout.take().unwrap()))
+        .collect();
+    for out in &mut outputs {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+    }
+    std::fs::write(&go, "").unwrap();
+    let mut defined = Vec::new();
+    let mut refused = Vec::new();
+    for (child, out) in children.iter_mut().zip(outputs) {
+        let line = out.lines().next().unwrap().unwrap();
+        let status = child.wait().unwrap();
+        if status.success() {
+            defined.push(line);
+        } else {
+            assert_eq!(status.code(), Some(3), "{line}");
+            refused.push(line);
+        }
+    }
+    assert_eq!(
+        defined.len(),
+        1,
+        "defined: {defined:#?}, refused: {refused:#?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .all(|l| l.contains("session dynamic tool already exists: \"contested\"")),
+        "{refused:#?}"
+    );
+    let files = std::fs::read_dir(dir.path().join("store/sessions/s-same-session"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("dyn-"))
+        .count();
+    assert_eq!(files, 1, "exactly one manifest on disk");
 }

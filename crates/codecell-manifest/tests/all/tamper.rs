@@ -487,3 +487,52 @@ async fn an_unterminated_whole_event_never_takes_effect() {
     assert!(later.get("other").is_some());
     assert_reported(&later, "events.jsonl: line 3", "incomplete (a torn write)");
 }
+
+/// Issue 10, class 8: a session manifest with `created_at` in 2100 (its id does not cover the
+/// time) loaded and never expired; a scoped one sorted as the newest version for decades.
+#[tokio::test]
+async fn a_manifest_from_the_future_is_a_load_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let runner = Arc::new(PythonRunner::default());
+    let registry = open(dir.path(), "sess", Some("proj"), c.clone(), runner.clone());
+    let session = registry.define(&add_spec("add")).await.unwrap();
+    let scoped = registry.promote("add", Scope::Project, true).unwrap();
+    let now = 1_712_345_678.25;
+    let session_file = dir
+        .path()
+        .join(format!("sessions/s-sess/{}.json", session.manifest_id));
+    let scoped_file = dir
+        .path()
+        .join(format!("scoped/manifests/{}.json", scoped.manifest_id));
+    let moved = |file: &Path, created_at: f64, session_record: bool| {
+        let mut record: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        record["created_at"] = json!(created_at);
+        if session_record {
+            record["expires_at"] = json!(created_at + 3600.0);
+        }
+        std::fs::write(file, record.to_string()).unwrap();
+    };
+
+    // Within the allowed skew: still loads.
+    moved(&session_file, now + 200.0, true);
+    moved(&scoped_file, now + 200.0, false);
+    let reader = open(dir.path(), "sess", Some("proj"), c.clone(), runner.clone());
+    assert!(
+        reader.load_errors().is_empty(),
+        "{:#?}",
+        reader.load_errors()
+    );
+    assert_eq!(reader.versions(Some("add"), None).versions.len(), 1);
+
+    moved(&session_file, 4_102_444_800.0, true);
+    moved(&scoped_file, 4_102_444_800.0, false);
+    let reader = open(dir.path(), "sess", Some("proj"), c.clone(), runner.clone());
+    assert_reported(&reader, &session.manifest_id, "is in the future");
+    assert_reported(&reader, &scoped.manifest_id, "is in the future");
+    assert!(reader.get("add").is_none(), "neither version resolves");
+    // Once the clock reaches it, the scoped record is an ordinary version (verdicts are cached
+    // by content, the time check is not).
+    c.set(4_102_444_800.0);
+    assert_eq!(reader.versions(Some("add"), None).versions.len(), 1);
+}
