@@ -82,13 +82,6 @@ impl Catalog {
         &self.inner.infos
     }
 
-    /// The registered (category, tool) names that `call` would dispatch `category`/`name` to.
-    pub fn resolve(&self, category: &str, name: &str) -> Result<(&str, &str), CallError> {
-        let (i, j) = self.locate(category, name)?;
-        let info = &self.inner.infos[i];
-        Ok((&info.name, &info.tools[j].name))
-    }
-
     fn locate(&self, category: &str, name: &str) -> Result<(usize, usize), CallError> {
         let inner = &self.inner;
         let i = inner

@@ -78,9 +78,4 @@ impl TreePath {
     pub fn as_key(&self) -> String {
         self.segments.join("/")
     }
-
-    /// The segments.
-    pub fn segments(&self) -> &[String] {
-        &self.segments
-    }
 }

@@ -45,11 +45,6 @@ fn cell(text: &str) -> String {
     out.replace('|', "\\|")
 }
 
-/// The first line of a description (a tool's summary).
-pub fn summary(description: &str) -> String {
-    cell(description)
-}
-
 /// How a registered name is shown beside its identifier when the two differ.
 fn also_named(ident: &str, name: &str) -> String {
     if ident == name {
@@ -97,7 +92,7 @@ fn category_index(c: &CategoryInfo) -> String {
         s.push_str(&format!(
             "| `{function}.py`{} | {} |\n",
             also_named(function, &tool.name),
-            summary(&tool.description)
+            cell(&tool.description)
         ));
     }
     s.push_str(&format!(
