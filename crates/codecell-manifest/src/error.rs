@@ -102,3 +102,37 @@ pub enum DynamicToolError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+impl DynamicToolError {
+    /// A stable name for the error, for scripts and other front ends: the `kind` that
+    /// `codecell tool --json` prints for a refusal.
+    pub fn code(&self) -> &'static str {
+        use DynamicToolError as E;
+        match self {
+            E::MissingSessionId => "missing_session_id",
+            E::SpecNotObject | E::NotAString(_) => "invalid_spec",
+            E::InvalidName(_) => "invalid_name",
+            E::ReservedName(_) => "reserved_name",
+            E::AlreadyDefined(_) => "already_defined",
+            E::MissingDescription => "missing_description",
+            E::Source(_) => "source_rejected",
+            E::Schema(e) => e.code(),
+            E::Permissions => "permissions",
+            E::Ttl(e) => e.code(),
+            E::SmokeSynthesis(e) => e.code(),
+            E::SmokeArgs(_) => "invalid_smoke_args",
+            E::SmokeRun(_) => "smoke_failed",
+            E::SmokeOutput(_) => "smoke_output_invalid",
+            E::Arguments(_) => "invalid_arguments",
+            E::Output(_) => "invalid_output",
+            E::Run(run) => run.code(),
+            E::Unknown(_) => "unknown_tool",
+            E::NoSessionTool(_) => "no_session_tool",
+            E::InvalidScope(_) => "invalid_scope",
+            E::ApprovalRequired(_) => "approval_required",
+            E::NotAVersion { .. } => "not_a_version",
+            E::NoRollbackTarget { .. } => "no_rollback_target",
+            E::Store(e) => e.code(),
+        }
+    }
+}

@@ -15,6 +15,7 @@ mod pyvalue;
 pub mod registry;
 pub mod runner;
 pub mod schema;
+mod schema_complexity;
 pub mod smoke;
 pub mod source;
 pub mod store;

@@ -36,3 +36,15 @@ pub enum RunError {
     #[error("dynamic tool runner failed: {0}")]
     Host(String),
 }
+
+impl RunError {
+    /// A stable name for the error (the `kind` `codecell tool --json` prints for it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            RunError::Raised { .. } => "tool_raised",
+            RunError::Limit(_) => "limit",
+            RunError::InvalidOutput(_) => "invalid_output",
+            RunError::Host(_) => "host_failure",
+        }
+    }
+}

@@ -1,7 +1,25 @@
 //! Schema normalisation and checks with the `jsonschema` crate (built without network or file
-//! resolution, so a `$ref` can only point inside the schema itself).
+//! resolution, so a `$ref` can only point inside the schema itself). Every schema is bounded in
+//! size, depth and fan-out before it is compiled (the same limits as a catalog's), and compiled
+//! once: [`CompiledSchema`] is what the registry caches per manifest.
 
+pub use crate::schema_complexity::{MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION};
 use serde_json::{Map, Value};
+
+/// Largest schema accepted, in bytes of compact JSON (as for a catalog).
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// Deepest nesting of arrays/objects accepted in a schema (as for a catalog).
+pub const MAX_SCHEMA_DEPTH: usize = 48;
+/// Backtracking steps one `pattern` match may take before the value is refused.
+pub const PATTERN_BACKTRACK_LIMIT: usize = 10_000;
+/// Largest compiled form of one `pattern`, in bytes.
+pub const PATTERN_SIZE_LIMIT: usize = 1024 * 1024;
+/// Lazy-DFA cache of one `pattern`, in bytes (bounds memory; matching stays linear past it).
+const PATTERN_DFA_SIZE_LIMIT: usize = 256 * 1024;
+/// Most violations listed in one validation error; the rest are counted.
+const MAX_REPORTED_ISSUES: usize = 16;
+/// Longest text of one violation, in bytes.
+const MAX_ISSUE_BYTES: usize = 300;
 
 /// Why a schema or a value against it was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -17,11 +35,141 @@ pub enum SchemaError {
         /// The validator's complaint.
         message: String,
     },
+    /// The schema is over a size, depth or fan-out limit; the message names the limit.
+    #[error("dynamic tool {name} {message}")]
+    TooComplex {
+        /// Which schema (`input_schema` or `output_schema`).
+        name: String,
+        /// What is over which limit, e.g. "is 70000 bytes; the limit is 65536".
+        message: String,
+    },
+}
+
+impl SchemaError {
+    /// The stable error code the CLI prints for a refused schema.
+    pub fn code(&self) -> &'static str {
+        "invalid_schema"
+    }
+}
+
+/// A schema checked against the limits and compiled, ready to validate many values.
+pub struct CompiledSchema {
+    validator: jsonschema::Validator,
+    /// Instances nested deeper are refused before validation: the schema is recursive and its
+    /// cost per value was only bounded up to this depth.
+    depth_limit: Option<usize>,
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompiledSchema")
+    }
+}
+
+/// Nesting depth of a JSON value (a scalar is 0); iterative, so no input overflows the stack.
+fn depth(value: &Value) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        max = max.max(d);
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|i| (i, d + 1))),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Why a schema is over a limit, or `None`; checked before compiling, since compiling and
+/// validating a schema with wide `anyOf`/`$ref` fan-out took seconds and gigabytes.
+fn over_limits(schema: &Value) -> Result<Option<usize>, String> {
+    let d = depth(schema);
+    if d > MAX_SCHEMA_DEPTH {
+        return Err(format!(
+            "is nested {d} levels deep; the limit is {MAX_SCHEMA_DEPTH}"
+        ));
+    }
+    let size = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+    if size > MAX_SCHEMA_BYTES {
+        return Err(format!("is {size} bytes; the limit is {MAX_SCHEMA_BYTES}"));
+    }
+    Ok(crate::schema_complexity::analyse(schema)?.depth_limit)
+}
+
+impl CompiledSchema {
+    /// Checks the limits, then compiles; `Err` is a [`SchemaError`] naming `name`.
+    pub fn new(schema: &Value, name: &str) -> Result<CompiledSchema, SchemaError> {
+        let depth_limit = over_limits(schema).map_err(|message| SchemaError::TooComplex {
+            name: name.to_string(),
+            message,
+        })?;
+        let validator = jsonschema::options()
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex()
+                    .backtrack_limit(PATTERN_BACKTRACK_LIMIT)
+                    .size_limit(PATTERN_SIZE_LIMIT)
+                    .dfa_size_limit(PATTERN_DFA_SIZE_LIMIT),
+            )
+            .build(schema)
+            .map_err(|e| SchemaError::Invalid {
+                name: name.to_string(),
+                message: e.to_string(),
+            })?;
+        Ok(CompiledSchema {
+            validator,
+            depth_limit,
+        })
+    }
+
+    /// `None` when `value` conforms, else its problems joined by "; " (at most
+    /// 16 listed, each clipped, then a count of the rest).
+    pub fn validation_error(&self, value: &Value) -> Option<String> {
+        if let Some(limit) = self.depth_limit {
+            let d = depth(value);
+            if d > limit {
+                return Some(format!(
+                    "the value is nested {d} levels deep; this recursive schema accepts at most {limit}"
+                ));
+            }
+        }
+        // The common case, a valid value, without building the error iterator.
+        if self.validator.is_valid(value) {
+            return None;
+        }
+        let mut issues = Vec::new();
+        let mut total = 0usize;
+        for e in self.validator.iter_errors(value) {
+            total += 1;
+            if issues.len() < MAX_REPORTED_ISSUES {
+                let path = e.instance_path().to_string();
+                let text = if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                };
+                issues.push(crate::load_errors::clip(text, MAX_ISSUE_BYTES));
+            }
+        }
+        if total > issues.len() {
+            issues.push(format!("… and {} more", total - issues.len()));
+        }
+        (!issues.is_empty()).then(|| issues.join("; "))
+    }
 }
 
 /// Normalises a schema the seed's way: `type` defaults to `"object"`; an object schema gets
-/// `properties: {}` and `additionalProperties: false` unless given; then it must compile.
+/// `properties: {}` and `additionalProperties: false` unless given; then it must be within the
+/// limits and compile.
 pub fn normalize(value: Option<&Value>, name: &str) -> Result<Value, SchemaError> {
+    normalize_compiled(value, name).map(|(schema, _)| schema)
+}
+
+/// [`normalize`], also returning the compiled schema so it need not be compiled again.
+pub fn normalize_compiled(
+    value: Option<&Value>,
+    name: &str,
+) -> Result<(Value, CompiledSchema), SchemaError> {
     let Some(Value::Object(given)) = value else {
         return Err(SchemaError::NotAnObject(name.to_string()));
     };
@@ -38,33 +186,15 @@ pub fn normalize(value: Option<&Value>, name: &str) -> Result<Value, SchemaError
             .or_insert(Value::Bool(false));
     }
     let schema = Value::Object(schema);
-    compile(&schema).map_err(|message| SchemaError::Invalid {
-        name: name.to_string(),
-        message,
-    })?;
-    Ok(schema)
+    let compiled = CompiledSchema::new(&schema, name)?;
+    Ok((schema, compiled))
 }
 
-fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::validator_for(schema).map_err(|e| e.to_string())
-}
-
-/// Checks `value` against `schema`; `None` when it conforms, else every problem joined by "; ".
+/// Checks `value` against `schema`, compiling it for this one check (the registry caches
+/// compiled schemas instead); `None` when it conforms.
 pub fn validation_error(value: &Value, schema: &Value) -> Option<String> {
-    let validator = match compile(schema) {
-        Ok(v) => v,
-        Err(message) => return Some(format!("schema does not compile: {message}")),
-    };
-    let issues: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| {
-            let path = e.instance_path().to_string();
-            if path.is_empty() {
-                e.to_string()
-            } else {
-                format!("{path}: {e}")
-            }
-        })
-        .collect();
-    (!issues.is_empty()).then(|| issues.join("; "))
+    match CompiledSchema::new(schema, "schema") {
+        Ok(compiled) => compiled.validation_error(value),
+        Err(e) => Some(format!("schema does not compile: {e}")),
+    }
 }

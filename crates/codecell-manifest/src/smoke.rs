@@ -7,6 +7,13 @@ use serde_json::{Map, Value};
 #[error("cannot synthesize smoke value for required {0:?}")]
 pub struct SmokeError(pub String);
 
+impl SmokeError {
+    /// The stable error code the CLI prints when no smoke arguments can be made.
+    pub fn code(&self) -> &'static str {
+        "invalid_smoke_args"
+    }
+}
+
 /// Minimal arguments for the schema's required properties: the default, else the first enum
 /// member, else a value by type ("smoke", max(0, minimum), false, [], {}).
 pub fn minimal_smoke_args(schema: &Value) -> Result<Value, SmokeError> {

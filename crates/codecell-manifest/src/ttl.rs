@@ -14,6 +14,13 @@ pub enum TtlError {
     OutOfRange,
 }
 
+impl TtlError {
+    /// The stable error code the CLI prints for a bad TTL.
+    pub fn code(&self) -> &'static str {
+        "invalid_ttl"
+    }
+}
+
 /// Parses a TTL as the seed does (numbers, booleans and numeric strings are accepted).
 pub fn parse(value: Option<&Value>) -> Result<f64, TtlError> {
     let ttl = crate::pyvalue::float(value).ok_or(TtlError::NotANumber)?;

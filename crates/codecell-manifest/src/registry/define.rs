@@ -37,8 +37,10 @@ impl Registry {
         }
         let implementation = string_field(spec, "implementation")?;
         let imports = source::validate(&implementation)?;
-        let input_schema = schema::normalize(spec.get("input_schema"), "input_schema")?;
-        let output_schema = schema::normalize(spec.get("output_schema"), "output_schema")?;
+        let (input_schema, input) =
+            schema::normalize_compiled(spec.get("input_schema"), "input_schema")?;
+        let (output_schema, output) =
+            schema::normalize_compiled(spec.get("output_schema"), "output_schema")?;
         if spec.get("permissions").is_some_and(pyvalue::truthy) {
             return Err(DynamicToolError::Permissions);
         }
@@ -62,7 +64,7 @@ impl Registry {
             None | Some(Value::Null) => smoke::minimal_smoke_args(&input_schema)?,
             Some(given) => given.clone(),
         };
-        if let Some(error) = schema::validation_error(&smoke_args, &input_schema) {
+        if let Some(error) = input.validation_error(&smoke_args) {
             return Err(DynamicToolError::SmokeArgs(error));
         }
         let result = self
@@ -70,9 +72,16 @@ impl Registry {
             .run(&manifest, &smoke_args)
             .await
             .map_err(DynamicToolError::SmokeRun)?;
-        if let Some(error) = schema::validation_error(&result, &output_schema) {
+        if let Some(error) = output.validation_error(&result) {
             return Err(DynamicToolError::SmokeOutput(error));
         }
+        // Compiled once: the first invoke reuses them.
+        let compiled = super::Validators {
+            input_schema: input_schema.clone(),
+            output_schema: output_schema.clone(),
+            input: Ok(input),
+            output: Ok(output),
+        };
 
         // Uniqueness is checked and the file written under the store's lock, against what is
         // on disk: another process (or another registry) of this session may have defined the
@@ -106,6 +115,7 @@ impl Registry {
         state.session.insert(name, manifest.clone());
         drop(state);
         drop(lock);
+        self.cache_validators(&manifest.manifest_id, std::sync::Arc::new(compiled));
         Ok(manifest)
     }
 }

@@ -15,10 +15,10 @@ use crate::event_log::Event;
 use crate::load_errors::MAX_LOAD_ERRORS;
 use crate::manifest::{Manifest, Scope};
 use crate::runner::ToolRunner;
-use crate::schema;
+use crate::schema::CompiledSchema;
 use crate::store::Store;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -116,6 +116,36 @@ impl State {
     }
 }
 
+/// The compiled schemas of one manifest, with the schemas they were compiled from (a caller
+/// may hand `invoke_manifest` any manifest, so a cached entry is used only if they match).
+struct Validators {
+    input_schema: Value,
+    output_schema: Value,
+    input: Result<CompiledSchema, String>,
+    output: Result<CompiledSchema, String>,
+}
+
+impl Validators {
+    fn new(manifest: &Manifest) -> Validators {
+        let compile = |schema: &Value, name: &str| {
+            CompiledSchema::new(schema, name).map_err(|e| format!("schema does not compile: {e}"))
+        };
+        Validators {
+            input: compile(&manifest.input_schema, "input_schema"),
+            output: compile(&manifest.output_schema, "output_schema"),
+            input_schema: manifest.input_schema.clone(),
+            output_schema: manifest.output_schema.clone(),
+        }
+    }
+
+    fn fits(&self, manifest: &Manifest) -> bool {
+        self.input_schema == manifest.input_schema && self.output_schema == manifest.output_schema
+    }
+}
+
+/// Manifests whose compiled schemas are kept; past it an arbitrary entry makes room.
+const MAX_CACHED_VALIDATORS: usize = 256;
+
 /// Scope-aware dynamic tool versions with session-first resolution.
 pub struct Registry {
     session_id: String,
@@ -125,6 +155,8 @@ pub struct Registry {
     approval: Option<Approval>,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
+    /// Compiled schemas by manifest id: compiling on every invoke cost more than validating.
+    validators: Mutex<HashMap<String, Arc<Validators>>>,
 }
 
 impl Registry {
@@ -152,6 +184,7 @@ impl Registry {
             approval: options.approval,
             clock: options.clock,
             state: Mutex::new(State::default()),
+            validators: Mutex::new(HashMap::new()),
         };
         let (manifests, errors) = registry.store.load_session_manifests(&registry.session_id);
         let now = registry.clock.now();
@@ -263,13 +296,51 @@ impl Registry {
         manifest: &Manifest,
         args: &Value,
     ) -> Result<Value, DynamicToolError> {
-        if let Some(error) = schema::validation_error(args, &manifest.input_schema) {
+        let validators = self.validators(manifest);
+        let input = validators.input.as_ref();
+        if let Some(error) = input.map_or_else(|e| Some(e.clone()), |v| v.validation_error(args)) {
             return Err(DynamicToolError::Arguments(error));
         }
         let result = self.runner.run(manifest, args).await?;
-        if let Some(error) = schema::validation_error(&result, &manifest.output_schema) {
+        let output = validators.output.as_ref();
+        if let Some(error) =
+            output.map_or_else(|e| Some(e.clone()), |v| v.validation_error(&result))
+        {
             return Err(DynamicToolError::Output(error));
         }
         Ok(result)
+    }
+
+    /// The compiled schemas of `manifest`, from the cache or compiled now (outside the lock).
+    fn validators(&self, manifest: &Manifest) -> Arc<Validators> {
+        let cached = self.validator_cache().get(&manifest.manifest_id).cloned();
+        if let Some(found) = cached.filter(|v| v.fits(manifest)) {
+            return found;
+        }
+        let compiled = Arc::new(Validators::new(manifest));
+        self.cache_validators(&manifest.manifest_id, compiled.clone());
+        compiled
+    }
+
+    fn cache_validators(&self, manifest_id: &str, validators: Arc<Validators>) {
+        let mut cache = self.validator_cache();
+        if cache.len() >= MAX_CACHED_VALIDATORS
+            && !cache.contains_key(manifest_id)
+            && let Some(victim) = cache.keys().next().cloned()
+        {
+            cache.remove(&victim);
+        }
+        cache.insert(manifest_id.to_string(), validators);
+    }
+
+    fn validator_cache(&self) -> MutexGuard<'_, HashMap<String, Arc<Validators>>> {
+        // Entries are inserted whole, so a poisoned cache is still consistent.
+        self.validators.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many manifests have compiled schemas cached (for tests of the bound).
+    #[doc(hidden)]
+    pub fn cached_validator_count(&self) -> usize {
+        self.validator_cache().len()
     }
 }

@@ -45,6 +45,13 @@ pub struct StoreError {
     source: io::Error,
 }
 
+impl StoreError {
+    /// The stable error code the CLI prints for a store failure.
+    pub fn code(&self) -> &'static str {
+        "store_failure"
+    }
+}
+
 fn ctx(context: impl Into<String>) -> impl FnOnce(io::Error) -> StoreError {
     let context = context.into();
     move |source| StoreError { context, source }

@@ -8,6 +8,7 @@ mod define_race;
 mod define_rules;
 mod manifest_ids;
 mod processes;
+mod schema_limits;
 mod scopes;
 mod store_files;
 mod tamper;
