@@ -117,8 +117,8 @@ async fn size_depth_and_branch_limits_are_each_enforced() {
 #[tokio::test]
 async fn a_stored_manifest_with_a_bomb_schema_is_refused_at_load_fast() {
     let dir = tempfile::tempdir().unwrap();
-    let (registry, _) = registry(dir.path());
-    let good = registry.define(&add_spec("add")).await.unwrap();
+    let (writer, _) = registry(dir.path());
+    let good = writer.define(&add_spec("add")).await.unwrap();
     let file = dir
         .path()
         .join(format!("sessions/s-sess/{}.json", good.manifest_id));
