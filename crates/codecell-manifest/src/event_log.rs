@@ -82,6 +82,12 @@ impl Event {
 /// first [`MAX_LOAD_ERRORS`](crate::load_errors::MAX_LOAD_ERRORS), then a count of the rest).
 /// A last line without its newline is a write that never finished: it is ignored and reported.
 pub fn parse_log(bytes: &[u8], file: &str) -> (Vec<Event>, Vec<String>) {
+    parse_log_keyed(bytes, file, None)
+}
+
+/// As [`parse_log`]; with a store key, a line counts only if its MAC (over its content and its
+/// line number) verifies.
+pub fn parse_log_keyed(bytes: &[u8], file: &str, key: Option<&[u8]>) -> (Vec<Event>, Vec<String>) {
     let mut events = Vec::new();
     let mut errors = crate::load_errors::Sink::new(file);
     let mut rest = bytes;
@@ -113,6 +119,15 @@ pub fn parse_log(bytes: &[u8], file: &str) -> (Vec<Event>, Vec<String>) {
         let parsed = std::str::from_utf8(line)
             .map_err(|e| e.to_string())
             .and_then(|text| crate::canonical::parse_exact(text).map_err(|e| e.to_string()))
+            .and_then(|mut value| match key {
+                None => Ok(value),
+                Some(key) => {
+                    let domain = crate::auth::event_domain(number);
+                    crate::auth::verify(key, &domain, &mut value)
+                        .map(|()| value)
+                        .map_err(|e| format!("the line {e}"))
+                }
+            })
             .and_then(|value| serde_json::from_value::<Event>(value).map_err(|e| e.to_string()))
             .and_then(|event| event.check().map(|()| event));
         match parsed {

@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod canonical;
 pub mod clock;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod store;
 pub mod ttl;
 mod verify;
 
+pub use auth::read_store_key;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::DynamicToolError;
 pub use event_log::{Event, Operation};

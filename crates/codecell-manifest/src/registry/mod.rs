@@ -38,6 +38,10 @@ pub struct RegistryOptions {
     pub clock: Arc<dyn Clock>,
     /// Approval callback for promotions; none means "not approved".
     pub approval: Option<Approval>,
+    /// Store key: with one, every manifest and event written is signed (HMAC-SHA256) and
+    /// anything read that is unsigned or mis-signed is inert and reported (see
+    /// [`crate::auth`]). `None` keeps files and ids exactly the reference's.
+    pub store_key: Option<Vec<u8>>,
 }
 
 impl RegistryOptions {
@@ -49,7 +53,17 @@ impl RegistryOptions {
             store_dir: store_dir.into(),
             clock: Arc::new(SystemClock),
             approval: None,
+            store_key: None,
         }
+    }
+
+    /// These options with the store key read from `path` (see [`crate::auth::read_store_key`]).
+    pub fn with_store_key_file(
+        mut self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, crate::store::StoreError> {
+        self.store_key = Some(crate::auth::read_store_key(path.as_ref())?);
+        Ok(self)
     }
 }
 
@@ -175,7 +189,7 @@ impl Registry {
             .map(|p| p.trim().to_string())
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| session_id.clone());
-        let store = Store::open_with_clock(&options.store_dir, options.clock.clone())?;
+        let store = Store::open_with(&options.store_dir, options.clock.clone(), options.store_key)?;
         let registry = Registry {
             session_id,
             project_id,

@@ -152,36 +152,48 @@ impl Drop for LockGuard {
     }
 }
 
-/// Appends one line to `name` and fsyncs it. Call only under the lock: if the file does not end
-/// with a newline (a writer died mid-line), the torn fragment is first closed with
-/// [`TORN_MARK`] and a newline, so it stays a line of its own that never becomes valid (even if
-/// the fragment happened to be a whole event whose write was not confirmed).
+/// Appends one line to `name` and fsyncs it; `line` is given the 1-based number the line will
+/// have (signed events cover it). Call only under the lock: if the file does not end with a
+/// newline (a writer died mid-line), the torn fragment is first closed with [`TORN_MARK`] and a
+/// newline, so it stays a line of its own that never becomes valid (even if the fragment
+/// happened to be a whole event whose write was not confirmed).
 /// A log already holding `max` bytes or more is refused (readers would not load it either).
-pub(crate) fn append_line(dir: &Dir, name: &str, line: &str, max: u64) -> io::Result<()> {
+pub(crate) fn append_line(
+    dir: &Dir,
+    name: &str,
+    max: u64,
+    line: impl FnOnce(usize) -> String,
+) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
     let mut file = open_regular(dir, name, private_options(&mut options))?.into_std();
     let len = file.metadata()?.len();
-    if len.saturating_add(line.len() as u64 + 3) > max {
-        return Err(io::Error::new(
-            io::ErrorKind::StorageFull,
-            format!("{name} would grow past its limit of {max} bytes"),
-        ));
+    if len >= max {
+        return Err(full(name, max));
     }
-    let mut buffer = Vec::with_capacity(line.len() + 2);
-    if len > 0 {
-        use std::io::{Seek as _, SeekFrom};
-        let mut last = [0u8; 1];
-        file.seek(SeekFrom::Start(len - 1))?;
-        file.read_exact(&mut last)?;
-        if last[0] != b'\n' {
-            buffer.push(TORN_MARK);
-            buffer.push(b'\n');
-        }
+    // Bounded by `max` just above: the whole log is read to number the new line.
+    let mut existing = Vec::new();
+    (&mut file).take(max).read_to_end(&mut existing)?;
+    let mut buffer = Vec::new();
+    if existing.last().is_some_and(|last| *last != b'\n') {
+        buffer.push(TORN_MARK);
+        buffer.push(b'\n');
+    }
+    let newlines = existing.iter().filter(|b| **b == b'\n').count() + buffer.len() / 2;
+    let line = line(newlines + 1);
+    if (existing.len() + buffer.len() + line.len() + 1) as u64 > max {
+        return Err(full(name, max));
     }
     buffer.extend_from_slice(line.as_bytes());
     buffer.push(b'\n');
     // One write call: O_APPEND puts it at the end even if a lock were ever bypassed.
     file.write_all(&buffer)?;
     file.sync_all()
+}
+
+fn full(name: &str, max: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::StorageFull,
+        format!("{name} would grow past its limit of {max} bytes"),
+    )
 }

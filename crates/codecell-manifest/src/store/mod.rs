@@ -46,6 +46,14 @@ pub struct StoreError {
 }
 
 impl StoreError {
+    /// A failure that is not an I/O error of its own (a refusal worded in `message`).
+    pub(crate) fn new(context: impl Into<String>, message: impl Into<String>) -> StoreError {
+        StoreError {
+            context: context.into(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, message.into()),
+        }
+    }
+
     /// The stable error code the CLI prints for a store failure.
     pub fn code(&self) -> &'static str {
         "store_failure"
@@ -65,6 +73,8 @@ pub const MAX_CLOCK_SKEW_S: f64 = 300.0;
 /// An open store rooted at a directory.
 pub struct Store {
     clock: Arc<dyn Clock>,
+    /// With a key, everything written is signed and everything read must verify.
+    key: Option<Arc<[u8]>>,
     sessions: Dir,
     scoped: Dir,
     manifests: Dir,
@@ -103,12 +113,22 @@ impl Store {
 
     /// Opens the store at `root`; `clock` decides which `created_at` lies in the future.
     pub fn open_with_clock(root: &Path, clock: Arc<dyn Clock>) -> Result<Store, StoreError> {
+        Store::open_with(root, clock, None)
+    }
+
+    /// Opens the store at `root` with a clock and an optional store key (see [`crate::auth`]).
+    pub fn open_with(
+        root: &Path,
+        clock: Arc<dyn Clock>,
+        key: Option<Vec<u8>>,
+    ) -> Result<Store, StoreError> {
         let dir = fsutil::open_ambient(root).map_err(ctx(format!("open {}", root.display())))?;
         let sessions = fsutil::open_sub(&dir, "sessions").map_err(ctx("open sessions/"))?;
         let scoped = fsutil::open_sub(&dir, "scoped").map_err(ctx("open scoped/"))?;
         let manifests = fsutil::open_sub(&scoped, "manifests").map_err(ctx("open manifests/"))?;
         Ok(Store {
             clock,
+            key: key.map(Arc::from),
             sessions,
             scoped,
             manifests,
@@ -125,7 +145,7 @@ impl Store {
         let dir = self
             .session_dir(&manifest.session_id)
             .map_err(ctx("open session directory"))?;
-        write_once(&dir, manifest)
+        write_once(&dir, manifest, self.key.as_deref())
     }
 
     /// Every valid session manifest of `session_id` (expired ones included), plus load errors.
@@ -152,6 +172,7 @@ impl Store {
                 continue;
             }
             match read_record(&dir, &file)
+                .and_then(|record| self.authenticated(record))
                 .and_then(|record| verify::session_record(&record, &stem, session_id))
                 .and_then(|found| match found {
                     Some(manifest) => not_from_the_future(manifest, now).map(Some),
@@ -183,6 +204,7 @@ impl Store {
                         Some((seen, verdict)) if *seen == digest => verdict.clone(),
                         _ => {
                             let verdict = parse_record(bytes)
+                                .and_then(|record| self.authenticated(record))
                                 .and_then(|record| verify::scoped_record(&record, &stem));
                             verdicts.insert(file.clone(), (digest, verdict.clone()));
                             verdict
@@ -211,8 +233,17 @@ impl Store {
                     "{EVENT_LOG}: larger than the limit of {MAX_EVENT_LOG_BYTES} bytes; no events loaded"
                 )],
             ),
-            Ok(Some(bytes)) => event_log::parse_log(&bytes, EVENT_LOG),
+            Ok(Some(bytes)) => event_log::parse_log_keyed(&bytes, EVENT_LOG, self.key.as_deref()),
         }
+    }
+
+    /// With a key: the record without its MAC if the MAC verifies, else why not.
+    fn authenticated(&self, mut record: serde_json::Value) -> Result<serde_json::Value, String> {
+        if let Some(key) = &self.key {
+            crate::auth::verify(key, crate::auth::MANIFEST_DOMAIN, &mut record)
+                .map_err(|e| format!("manifest {e}"))?;
+        }
+        Ok(record)
     }
 
     /// Takes the store's exclusive writer lock (blocks until other writers are done).
@@ -235,16 +266,24 @@ pub struct WriteLock<'a> {
 impl WriteLock<'_> {
     /// Writes a project/global manifest atomically unless its file already exists.
     pub fn write_scoped_manifest(&self, manifest: &Manifest) -> Result<(), StoreError> {
-        write_once(&self.store.manifests, manifest)
+        write_once(&self.store.manifests, manifest, self.store.key.as_deref())
     }
 
     /// Appends one event to the log and fsyncs it.
     pub fn append_event(&self, event: &Event) -> Result<(), StoreError> {
+        let key = self.store.key.as_deref();
         fsutil::append_line(
             &self.store.scoped,
             EVENT_LOG,
-            &event.to_line(),
             MAX_EVENT_LOG_BYTES,
+            |number| match key {
+                None => event.to_line(),
+                Some(key) => {
+                    let value = serde_json::to_value(event).unwrap_or_default();
+                    let domain = crate::auth::event_domain(number);
+                    crate::canonical::to_string(&crate::auth::sign(key, &domain, value))
+                }
+            },
         )
         .map_err(ctx("append to the event log"))
     }
@@ -260,24 +299,36 @@ fn not_from_the_future(manifest: Manifest, now: f64) -> Result<Manifest, String>
     Ok(manifest)
 }
 
-fn write_once(dir: &Dir, manifest: &Manifest) -> Result<(), StoreError> {
+fn write_once(dir: &Dir, manifest: &Manifest, key: Option<&[u8]>) -> Result<(), StoreError> {
     let name = format!("{}.json", manifest.manifest_id);
     if dir.exists(&name) {
-        return Ok(());
+        // With a key, a file already there counts only if it verifies: otherwise a forged file
+        // planted under the id of a coming promotion would make the real version inert.
+        let Some(key) = key else { return Ok(()) };
+        let verifies = read_record(dir, &name).is_ok_and(|mut record| {
+            crate::auth::verify(key, crate::auth::MANIFEST_DOMAIN, &mut record).is_ok()
+        });
+        if verifies {
+            return Ok(());
+        }
     }
-    let bytes = manifest.record_json();
+    let bytes = match key {
+        None => manifest.record_json(),
+        Some(key) => crate::canonical::to_string(&crate::auth::sign(
+            key,
+            crate::auth::MANIFEST_DOMAIN,
+            manifest.record(),
+        )),
+    };
     // Never write what a load would refuse as too large.
     if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(StoreError {
-            context: format!("write {name}"),
-            source: io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "the manifest is {} bytes, over the limit of {MAX_MANIFEST_BYTES}",
-                    bytes.len()
-                ),
+        return Err(StoreError::new(
+            format!("write {name}"),
+            format!(
+                "the manifest is {} bytes, over the limit of {MAX_MANIFEST_BYTES}",
+                bytes.len()
             ),
-        });
+        ));
     }
     fsutil::write_atomic(dir, &name, bytes.as_bytes()).map_err(ctx(format!("write {name}")))
 }

@@ -11,4 +11,5 @@ mod processes;
 mod schema_limits;
 mod scopes;
 mod store_files;
+mod store_key;
 mod tamper;
