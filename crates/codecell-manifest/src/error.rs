@@ -3,9 +3,9 @@
 use crate::runner::RunError;
 use crate::schema::SchemaError;
 use crate::smoke::SmokeError;
-use crate::source::Violation;
 use crate::store::StoreError;
 use crate::ttl::TtlError;
+use codecell_policy::Violation;
 
 /// Why a registry operation was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +133,59 @@ impl DynamicToolError {
             E::NotAVersion { .. } => "not_a_version",
             E::NoRollbackTarget { .. } => "no_rollback_target",
             E::Store(e) => e.code(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_the_kinds_the_cli_prints() {
+        let cases: Vec<(DynamicToolError, &str)> = vec![
+            (DynamicToolError::MissingSessionId, "missing_session_id"),
+            (DynamicToolError::NotAString("name"), "invalid_spec"),
+            (
+                DynamicToolError::AlreadyDefined("t".into()),
+                "already_defined",
+            ),
+            (
+                SchemaError::NotAnObject("input_schema".into()).into(),
+                "invalid_schema",
+            ),
+            (TtlError::OutOfRange.into(), "invalid_ttl"),
+            (SmokeError("x".into()).into(), "invalid_smoke_args"),
+            (
+                DynamicToolError::SmokeArgs("x".into()),
+                "invalid_smoke_args",
+            ),
+            (
+                DynamicToolError::SmokeRun(RunError::Host("x".into())),
+                "smoke_failed",
+            ),
+            (RunError::Limit("fuel".into()).into(), "limit"),
+            (RunError::InvalidOutput("x".into()).into(), "invalid_output"),
+            (RunError::Host("x".into()).into(), "host_failure"),
+            (
+                RunError::Raised {
+                    kind: "ValueError".into(),
+                    message: String::new(),
+                }
+                .into(),
+                "tool_raised",
+            ),
+            (
+                DynamicToolError::ApprovalRequired("promotion"),
+                "approval_required",
+            ),
+            (
+                StoreError::new("lock the store", "busy").into(),
+                "store_failure",
+            ),
+        ];
+        for (error, code) in cases {
+            assert_eq!(error.code(), code, "{error}");
         }
     }
 }

@@ -26,8 +26,8 @@ pub struct Event {
     pub operation: Operation,
     /// When, in nanoseconds since the epoch.
     pub created_at_ns: u64,
-    /// `project` or `global`.
-    pub scope: String,
+    /// `project` or `global` (serialised as those words).
+    pub scope: Scope,
     /// Project id, or "" for global.
     pub scope_id: String,
     /// Tool name.
@@ -50,11 +50,10 @@ impl Event {
     }
 
     fn check(&self) -> Result<(), String> {
-        let scope = Scope::parse(&self.scope);
-        if !matches!(scope, Some(Scope::Project | Scope::Global)) {
-            return Err(format!("invalid scope {:?}", self.scope));
+        if self.scope == Scope::Session {
+            return Err(format!("invalid scope {:?}", self.scope.as_str()));
         }
-        if (scope == Some(Scope::Global)) != self.scope_id.is_empty() {
+        if (self.scope == Scope::Global) != self.scope_id.is_empty() {
             return Err("scope id does not fit the scope".into());
         }
         if !is_valid_name(&self.name) {
@@ -72,9 +71,7 @@ impl Event {
 
     /// Whether the event concerns `name` in the given scope.
     pub fn concerns(&self, scope: Scope, scope_id: &str, name: Option<&str>) -> bool {
-        self.scope == scope.as_str()
-            && self.scope_id == scope_id
-            && name.is_none_or(|n| n == self.name)
+        self.scope == scope && self.scope_id == scope_id && name.is_none_or(|n| n == self.name)
     }
 }
 
@@ -188,4 +185,54 @@ pub fn rollback_target(history: &[String], available: &HashSet<String>) -> Optio
         .rev()
         .find(|id| available.contains(*id))
         .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(scope: Scope, scope_id: &str) -> Event {
+        Event {
+            event_id: "e1".into(),
+            operation: Operation::Activate,
+            created_at_ns: 7,
+            scope,
+            scope_id: scope_id.into(),
+            name: "add".into(),
+            manifest_id: format!("dyn-{}", "a".repeat(64)),
+            previous_manifest_id: None,
+            actor_root_frame_id: "s".into(),
+            actor_project_id: "p".into(),
+        }
+    }
+
+    #[test]
+    fn a_scope_is_written_as_the_string_it_replaced() {
+        let line = event(Scope::Project, "p").to_line();
+        assert_eq!(
+            line,
+            format!(
+                "{{\"actor_project_id\":\"p\",\"actor_root_frame_id\":\"s\",\"created_at_ns\":7,\"event_id\":\"e1\",\"manifest_id\":\"dyn-{}\",\"name\":\"add\",\"operation\":\"activate\",\"scope\":\"project\",\"scope_id\":\"p\"}}",
+                "a".repeat(64)
+            )
+        );
+        let (events, errors) = parse_log(format!("{line}\n").as_bytes(), "log");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(events, [event(Scope::Project, "p")]);
+    }
+
+    #[test]
+    fn a_bad_scope_is_worded_as_before() {
+        let session = event(Scope::Session, "p").to_line();
+        let bogus = session.replace("\"session\"", "\"bogus\"");
+        let (events, errors) = parse_log(format!("{session}\n{bogus}\n").as_bytes(), "log");
+        assert!(events.is_empty());
+        assert_eq!(
+            errors,
+            [
+                "log: line 1 is not a valid event: invalid scope \"session\"",
+                "log: line 2 is not a valid event: invalid scope \"bogus\"",
+            ]
+        );
+    }
 }

@@ -18,7 +18,6 @@ pub mod runner;
 pub mod schema;
 mod schema_complexity;
 pub mod smoke;
-pub mod source;
 pub mod store;
 pub mod ttl;
 mod verify;

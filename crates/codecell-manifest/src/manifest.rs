@@ -5,8 +5,8 @@ use crate::canonical;
 use serde_json::{Value, json};
 use std::fmt;
 
-/// Largest implementation accepted, in characters.
-pub const MAX_SOURCE_CHARS: usize = 100_000;
+/// Largest implementation accepted, in characters: the policy's own limit, re-exported.
+pub use codecell_policy::MAX_SOURCE_CHARS;
 /// Largest canonical JSON invocation payload (source + arguments) a runner should accept.
 pub const MAX_INPUT_CHARS: usize = 200_000;
 /// Largest canonical JSON result a runner should accept.
@@ -48,6 +48,36 @@ impl Scope {
             "global" => Some(Scope::Global),
             _ => None,
         }
+    }
+}
+
+/// Compares with the seed's spelling, so code that compared the old `String` fields still works.
+impl PartialEq<str> for Scope {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+/// Compares with the seed's spelling.
+impl PartialEq<&str> for Scope {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Serialised as the seed's spelling (`"session"`, `"project"`, `"global"`), exactly as the
+/// `String` fields it replaced.
+impl serde::Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Scope::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("invalid scope {text:?}")))
     }
 }
 

@@ -29,7 +29,8 @@ fn string_field(record: &Value, key: &str) -> Result<String, String> {
 /// Checks source, imports, permissions, identity, schemas, TTL and timestamps.
 fn common(record: &Value, scoped: bool) -> Result<Common, String> {
     let implementation = string_field(record, "implementation")?;
-    let imports = crate::source::validate(&implementation)
+    let imports = codecell_policy::validate_dynamic_source(&implementation)
+        .map(|v| v.imports)
         .map_err(|e| format!("dynamic tool source rejected: {e}"))?;
     let recorded: Option<Vec<&str>> = match record.get("imports") {
         Some(Value::Array(items)) => items.iter().map(Value::as_str).collect(),

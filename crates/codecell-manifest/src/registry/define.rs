@@ -5,7 +5,7 @@ use crate::error::DynamicToolError;
 use crate::manifest::{
     DEFAULT_TTL_S, Manifest, RESERVED_NAMES, SessionCore, collapse_whitespace, is_valid_name,
 };
-use crate::{pyvalue, schema, smoke, source, ttl};
+use crate::{pyvalue, schema, smoke, ttl};
 use serde_json::Value;
 
 fn string_field(spec: &Value, key: &'static str) -> Result<String, DynamicToolError> {
@@ -36,7 +36,7 @@ impl Registry {
             return Err(DynamicToolError::MissingDescription);
         }
         let implementation = string_field(spec, "implementation")?;
-        let imports = source::validate(&implementation)?;
+        let imports = codecell_policy::validate_dynamic_source(&implementation)?.imports;
         let (input_schema, input) =
             schema::normalize_compiled(spec.get("input_schema"), "input_schema")?;
         let (output_schema, output) =

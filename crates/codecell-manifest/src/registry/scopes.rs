@@ -126,7 +126,7 @@ impl Registry {
             event_id: crate::store::fsutil::unique_token(),
             operation,
             created_at_ns: u64::try_from(self.clock.now_ns()).unwrap_or(u64::MAX),
-            scope: scope.as_str().to_string(),
+            scope,
             scope_id: scope_id.to_string(),
             name: name.to_string(),
             manifest_id: id.to_string(),

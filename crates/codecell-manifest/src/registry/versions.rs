@@ -20,8 +20,8 @@ pub struct VersionEntry {
     pub output_schema: Value,
     /// Import roots.
     pub imports: Vec<String>,
-    /// Scope.
-    pub scope: String,
+    /// Scope (serialised as its name).
+    pub scope: Scope,
     /// Project id or "".
     pub scope_id: Option<String>,
     /// Session manifest it was promoted from.
@@ -49,8 +49,8 @@ pub struct PublicEvent {
     pub operation: Operation,
     /// Nanosecond timestamp.
     pub created_at_ns: u64,
-    /// Scope.
-    pub scope: String,
+    /// Scope (serialised as its name).
+    pub scope: Scope,
     /// Scope id.
     pub scope_id: String,
     /// Tool name.
@@ -129,7 +129,7 @@ impl Registry {
             input_schema: m.input_schema.clone(),
             output_schema: m.output_schema.clone(),
             imports: m.imports.clone(),
-            scope: m.scope.as_str().to_string(),
+            scope: m.scope,
             scope_id: m.scope_id.clone(),
             source_manifest_id: m.source_manifest_id.clone(),
             source_project_id: m.source_project_id.clone().filter(|_| same_project),
@@ -147,7 +147,7 @@ impl Registry {
             event_id: e.event_id.clone(),
             operation: e.operation,
             created_at_ns: e.created_at_ns,
-            scope: e.scope.clone(),
+            scope: e.scope,
             scope_id: e.scope_id.clone(),
             name: e.name.clone(),
             manifest_id: e.manifest_id.clone(),
