@@ -1,7 +1,7 @@
 //! Loads a catalog file and optionally calls one tool, printing how long each step took; used to
 //! measure hostile catalogs (`/usr/bin/time -v` gives the peak memory).
 //!
-//! `cargo run --release -p codecell-catalog --example load_catalog -- CATALOG [CATEGORY TOOL ARGS_JSON]`
+//! `cargo run --release -p codecell-catalog --example load_catalog -- CATALOG [CATEGORY TOOL ARGS_JSON|@FILE]`
 
 use std::time::Instant;
 
@@ -25,7 +25,12 @@ async fn main() {
         }
     };
     if let [_, category, tool, json] = args.as_slice() {
-        let value: serde_json::Value = serde_json::from_str(json).expect("ARGS_JSON is JSON");
+        // `@FILE` reads the arguments from a file (hostile ones are too long for a command line).
+        let text = match json.strip_prefix('@') {
+            Some(file) => std::fs::read_to_string(file).expect("ARGS_JSON file is readable"),
+            None => json.clone(),
+        };
+        let value: serde_json::Value = serde_json::from_str(&text).expect("ARGS_JSON is JSON");
         let start = Instant::now();
         let result = catalog.call(category, tool, value).await;
         println!("call: {:?}", start.elapsed());

@@ -46,10 +46,9 @@
 //! ([`MAX_SCHEMA_BYTES`]) and nesting ([`MAX_SCHEMA_DEPTH`]); its fan-out, counting every `$ref`
 //! target and combinator branch each time it is reached ([`MAX_SCHEMA_EXPANSION`] schema nodes
 //! per instance value, [`MAX_SCHEMA_BRANCHES`] per `anyOf`/`oneOf`/`allOf`); `$ref` loops that
-//! never descend and non-local references are refused. Patterns compile to at most
-//! [`PATTERN_SIZE_LIMIT`] bytes, [`MAX_PATTERNS`] distinct ones per catalog, and a match that
-//! backtracks ([`PATTERN_BACKTRACK_LIMIT`] steps at most: look-around and backreferences; other
-//! patterns run in linear time) fails as a violation. Stub generation has a work budget
+//! never descend and non-local references are refused. Patterns are matched by a linear-time
+//! engine, so look-around and backreferences are refused; each compiles to at most
+//! [`PATTERN_SIZE_LIMIT`] bytes, with at most [`MAX_PATTERNS`] distinct ones per catalog. Stub generation has a work budget
 //! ([`STUB_WORK_BUDGET`]); past it a stub gets `Any` types.
 
 mod builder;
@@ -81,8 +80,6 @@ pub use error::{CallError, CatalogError, HandlerError, PathError};
 pub use file::{DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES, MAX_ENV_VARS};
 pub use handler::{Handler, HandlerFuture, async_handler_fn, handler_fn};
 pub use path::{MAX_PATH_BYTES, MAX_PATH_SEGMENTS, TreePath};
-pub use schema::{
-    MAX_PATTERNS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, PATTERN_BACKTRACK_LIMIT, PATTERN_SIZE_LIMIT,
-};
+pub use schema::{MAX_PATTERNS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, PATTERN_SIZE_LIMIT};
 pub use spec::{CategoryInfo, ToolSpec};
 pub use stub::{STUB_WORK_BUDGET, StubInput, generate as generate_stub};
