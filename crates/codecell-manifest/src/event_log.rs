@@ -113,28 +113,48 @@ pub fn parse_log_keyed(bytes: &[u8], file: &str, key: Option<&[u8]>) -> (Vec<Eve
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed = std::str::from_utf8(line)
-            .map_err(|e| e.to_string())
-            .and_then(|text| crate::canonical::parse_exact(text).map_err(|e| e.to_string()))
-            .and_then(|mut value| match key {
-                None => Ok(value),
-                Some(key) => {
-                    let domain = crate::auth::event_domain(number);
-                    crate::auth::verify(key, &domain, &mut value)
-                        .map(|()| value)
-                        .map_err(|e| format!("the line {e}"))
-                }
-            })
-            .and_then(|value| serde_json::from_value::<Event>(value).map_err(|e| e.to_string()))
-            .and_then(|event| event.check().map(|()| event));
-        match parsed {
+        match parse_line(line, number, key) {
             Ok(event) => events.push(event),
             Err(e) => {
+                // Formatted only if kept: a log of a million junk lines costs a counter.
                 errors.push_with(|| format!("{file}: line {number} is not a valid event: {e}"));
             }
         }
     }
     (events, errors.finish())
+}
+
+/// Why a line is not an event, kept unformatted until a message is wanted.
+enum LineError {
+    Utf8(std::str::Utf8Error),
+    Json(crate::canonical::CanonicalError),
+    Shape(serde_json::Error),
+    Invalid(String),
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineError::Utf8(e) => e.fmt(f),
+            LineError::Json(e) => e.fmt(f),
+            LineError::Shape(e) => e.fmt(f),
+            LineError::Invalid(e) => f.write_str(e),
+        }
+    }
+}
+
+/// One complete line as an event: UTF-8, exact JSON, signed if there is a key, well-formed.
+fn parse_line(line: &[u8], number: usize, key: Option<&[u8]>) -> Result<Event, LineError> {
+    let text = std::str::from_utf8(line).map_err(LineError::Utf8)?;
+    let mut value = crate::canonical::parse_exact(text).map_err(LineError::Json)?;
+    if let Some(key) = key {
+        let domain = crate::auth::event_domain(number);
+        crate::auth::verify(key, &domain, &mut value)
+            .map_err(|e| LineError::Invalid(format!("the line {e}")))?;
+    }
+    let event = serde_json::from_value::<Event>(value).map_err(LineError::Shape)?;
+    event.check().map_err(LineError::Invalid)?;
+    Ok(event)
 }
 
 /// The activation history of one name in one scope after replaying its events: the last entry
