@@ -2,7 +2,10 @@
 //! that resolve, and the number and total size of the load errors (which the CLI prints).
 //! Used to measure hostile stores (e.g. a 20 MB event log of junk lines) with `/usr/bin/time -v`.
 //!
-//! usage: load_store STORE [SESSION]
+//! usage: load_store STORE [SESSION] [--define SPEC.json]
+//!
+//! With `--define`, the spec is then defined (validation and smoke-argument checks run; the
+//! smoke run itself fails, as nothing runs), to measure a hostile schema at define.
 
 use codecell_manifest::{Manifest, Registry, RegistryOptions, RunFuture, ToolRunner};
 use serde_json::Value;
@@ -42,4 +45,23 @@ fn main() {
         bytes,
         started.elapsed().as_millis()
     );
+    if let (Some(flag), Some(spec)) = (args.get(3), args.get(4))
+        && flag == "--define"
+    {
+        let text = std::fs::read_to_string(spec).expect("read the spec");
+        let spec: Value = serde_json::from_str(&text).expect("spec is JSON");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let started = std::time::Instant::now();
+        let result = runtime.block_on(registry.define(&spec));
+        let shown = match result {
+            Ok(m) => format!("defined {}", m.manifest_id),
+            Err(e) => {
+                let text = e.to_string();
+                format!("refused: {}", &text[..text.len().min(160)])
+            }
+        };
+        println!("{shown} ms {}", started.elapsed().as_millis());
+    }
 }

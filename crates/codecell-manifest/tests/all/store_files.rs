@@ -6,12 +6,12 @@ use crate::common::{PythonRunner, add_spec, clock, open};
 use codecell_manifest::Scope;
 use codecell_manifest::load_errors::{MAX_LOAD_ERROR_BYTES, MAX_LOAD_ERRORS};
 use codecell_manifest::store::{MAX_EVENT_LOG_BYTES, MAX_MANIFEST_BYTES};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs `f` on its own thread and fails the test if it has not returned within 20 s (on the old
 /// code a FIFO blocked the open forever; the test must fail, not hang).
+#[cfg(unix)]
 fn within_deadline<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -22,7 +22,7 @@ fn within_deadline<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send +
 }
 
 #[cfg(unix)]
-fn mkfifo(path: &Path) {
+fn mkfifo(path: &std::path::Path) {
     let status = std::process::Command::new("mkfifo")
         .arg(path)
         .status()
