@@ -15,6 +15,10 @@ use crate::tree::Tree;
 
 /// Most names listed in an unknown-category or unknown-tool error.
 const MAX_LISTED: usize = 40;
+/// Values an argument or result may hold to be checked on the caller's task; a larger one is
+/// checked on tokio's blocking pool (up to `MAX_SCHEMA_EXPANSION` nodes per value is too long
+/// to hold an executor thread, and with it a run's deadline, while it runs).
+const INLINE_CHECK_VALUES: u64 = 10_000;
 
 pub(crate) struct ToolEntry {
     pub(crate) input: Compiled,
@@ -47,6 +51,16 @@ impl std::fmt::Debug for Catalog {
         f.debug_struct("Catalog")
             .field("categories", &self.inner.infos)
             .finish_non_exhaustive()
+    }
+}
+
+/// Tool `(i, j)`'s output schema, or its input schema.
+fn schema_of(inner: &Inner, i: usize, j: usize, output: bool) -> Option<&Compiled> {
+    let tool = &inner.entries[i].tools[j];
+    if output {
+        tool.output.as_ref()
+    } else {
+        Some(&tool.input)
     }
 }
 
@@ -119,12 +133,43 @@ impl Catalog {
         Ok((i, j))
     }
 
+    /// The violations of `value` against tool `(i, j)`'s input or output schema; a large value is
+    /// checked on the blocking pool when a tokio runtime is running (the future then waits on
+    /// it, and dropping the future leaves the check to finish on its own).
+    async fn check(&self, i: usize, j: usize, output: bool, value: Value) -> (Value, Vec<String>) {
+        if schema_of(&self.inner, i, j, output).is_none() {
+            return (value, Vec::new());
+        }
+        if crate::schema::within(&value, INLINE_CHECK_VALUES)
+            || tokio::runtime::Handle::try_current().is_err()
+        {
+            let errors = schema_of(&self.inner, i, j, output)
+                .map_or_else(Vec::new, |s| s.violations(&value));
+            return (value, errors);
+        }
+        let inner = Arc::clone(&self.inner);
+        let checked = tokio::task::spawn_blocking(move || {
+            let errors =
+                schema_of(&inner, i, j, output).map_or_else(Vec::new, |s| s.violations(&value));
+            (value, errors)
+        });
+        match checked.await {
+            Ok(done) => done,
+            // The check panicked (it does not: jsonschema catches regex panics) or the runtime
+            // is shutting down: either way the value is not known to be valid.
+            Err(e) => (
+                Value::Null,
+                vec![format!("the check could not complete: {e}")],
+            ),
+        }
+    }
+
     /// Checks `args` against the tool's input schema, runs its handler, checks the result.
     pub async fn call(&self, category: &str, name: &str, args: Value) -> Result<Value, CallError> {
         let (i, j) = self.locate(category, name)?;
+        let (args, errors) = self.check(i, j, false, args).await;
         let info = &self.inner.infos[i];
         let tool = &self.inner.entries[i].tools[j];
-        let errors = tool.input.violations(&args);
         if !errors.is_empty() {
             return Err(CallError::InvalidArguments {
                 category: info.name.clone(),
@@ -135,15 +180,13 @@ impl Catalog {
             });
         }
         let result = tool.handler.call(args).await?;
-        if let Some(output) = &tool.output {
-            let errors = output.violations(&result);
-            if !errors.is_empty() {
-                return Err(CallError::InvalidResult {
-                    category: info.name.clone(),
-                    tool: info.tools[j].name.clone(),
-                    errors,
-                });
-            }
+        let (result, errors) = self.check(i, j, true, result).await;
+        if !errors.is_empty() {
+            return Err(CallError::InvalidResult {
+                category: info.name.clone(),
+                tool: info.tools[j].name.clone(),
+                errors,
+            });
         }
         Ok(result)
     }

@@ -220,7 +220,7 @@ fn line(error: &jsonschema::ValidationError<'_>) -> String {
 }
 
 /// Whether `value` holds at most `max` values (itself included); stops counting past `max`.
-fn within(value: &Value, max: u64) -> bool {
+pub(crate) fn within(value: &Value, max: u64) -> bool {
     let mut count = 0u64;
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {

@@ -4,6 +4,8 @@
 //! generation or validation, branching recursion took 25 s (and 14 GB) for a 20-deep array and
 //! 10000 keys against a backtracking `patternProperties` took over 60 s.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use codecell_catalog::{
@@ -397,5 +399,41 @@ fn a_large_invalid_argument_reports_its_first_error_without_collecting_all() {
     assert!(
         e.contains("/x/0") && e.contains("/x/1") && e.contains("/x/2"),
         "{e}"
+    );
+}
+
+#[test]
+fn a_large_check_runs_off_the_callers_task() {
+    // Items at the expansion limit that match only the last branch: the costliest valid argument.
+    // Checked inline it would hold the runtime's one thread (and a run's deadline) until done.
+    let schema = json!({
+        "type": "object",
+        "properties": {"x": {"type": "array", "items": {"anyOf":
+            vec![json!({"$ref": "#/$defs/b"}); 27].into_iter().chain([json!({"type": "integer"})]).collect::<Vec<_>>()
+        }}},
+        "$defs": {"b": {"anyOf": vec![json!({"type": "string"}); 34]}}
+    });
+    let c = with_input(schema).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let (ticks, result) = rt.block_on(async {
+        let counter = Arc::new(AtomicU32::new(0));
+        let seen = Arc::clone(&counter);
+        let watcher = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                seen.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let result = c.call("c", "t", json!({"x": vec![1; 40_000]})).await;
+        watcher.abort();
+        (counter.load(Ordering::Relaxed), result)
+    });
+    assert_eq!(result.unwrap()["x"].as_array().unwrap().len(), 40_000);
+    assert!(
+        ticks > 5,
+        "the runtime's other tasks ran only {ticks} times during the check"
     );
 }
