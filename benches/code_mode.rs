@@ -10,29 +10,26 @@ use codecell_tests::engine;
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The loop body timed in both interpreters.
 const LOOP_BODY: &str = "x = _ * 2";
 const LOOP: &str = "for _ in range(1_000_000):\n    x = _ * 2\n";
 
-fn echo_catalog() -> Arc<Catalog> {
+fn echo_catalog() -> Catalog {
     let spec = ToolSpec::new("echo", "Return the arguments.", json!({"type": "object"}));
-    Arc::new(
-        Catalog::builder()
-            .category("bench", "Benchmark tools.")
-            .tool("bench", spec, handler_fn(Ok))
-            .build()
-            .expect("catalog builds"),
-    )
+    Catalog::builder()
+        .category("bench", "Benchmark tools.")
+        .tool("bench", spec, handler_fn(Ok))
+        .build()
+        .expect("catalog builds")
 }
 
 /// Seconds printed by the guest for `iters` iterations of `body`, timed inside the guest.
 fn guest_timed(
     rt: &tokio::runtime::Runtime,
     engine: &Engine,
-    catalog: &Arc<Catalog>,
+    catalog: &Catalog,
     iters: u64,
     body: &str,
 ) -> Duration {
@@ -43,7 +40,7 @@ fn guest_timed(
 fn guest_timed_with(
     rt: &tokio::runtime::Runtime,
     engine: &Engine,
-    catalog: &Arc<Catalog>,
+    catalog: &Catalog,
     iters: u64,
     setup: &str,
     body: &str,

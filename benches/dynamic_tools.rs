@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 fn spec() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dynamic/word_frequency.json");
     let text = std::fs::read_to_string(path).expect("fixture readable");
-    codecell::manifest::canonical::parse_exact(&text).expect("fixture is JSON")
+    codecell::canonical::parse_exact(&text).expect("fixture is JSON")
 }
 
 fn median(samples: &RefCell<Vec<Duration>>) -> Duration {

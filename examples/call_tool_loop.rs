@@ -6,7 +6,6 @@
 //! same `bench/echo` tool and limits, and prints its output and the fuel it used (for comparing variants).
 
 use codecell::{Catalog, Limits, ToolSpec, handler_fn};
-use std::sync::Arc;
 use std::time::Duration;
 
 fn main() {
@@ -17,13 +16,11 @@ fn main() {
         "Return the arguments.",
         serde_json::json!({"type": "object"}),
     );
-    let catalog = Arc::new(
-        Catalog::builder()
-            .category("bench", "Benchmark tools.")
-            .tool("bench", spec, handler_fn(Ok))
-            .build()
-            .expect("catalog builds"),
-    );
+    let catalog = Catalog::builder()
+        .category("bench", "Benchmark tools.")
+        .tool("bench", spec, handler_fn(Ok))
+        .build()
+        .expect("catalog builds");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -2,7 +2,7 @@
 
 use codecell::{ALL_GUESTS, BUILD_COMMAND, Catalog, Engine, GuestKind, Limits, Outcome};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -55,11 +55,11 @@ macro_rules! for_each_guest {
 }
 
 /// The demo catalog from `fixtures/demo/catalog.json`.
-pub fn demo_catalog() -> Arc<Catalog> {
-    static CATALOG: OnceLock<Arc<Catalog>> = OnceLock::new();
+pub fn demo_catalog() -> Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
     CATALOG
         .get_or_init(|| {
-            Arc::new(Catalog::from_file(&fixture("demo/catalog.json")).expect("demo catalog loads"))
+            Catalog::from_file(&fixture("demo/catalog.json")).expect("demo catalog loads")
         })
         .clone()
 }

@@ -3,14 +3,17 @@
 //! Exit status: 0 ok, 1 guest error or limit, 2 bad input (unreadable file, bad catalog),
 //! 3 host failure (guest not built, engine error).
 
-mod exit;
+mod catalog_cmd;
+mod dynamic_cmd;
+mod failure;
+mod input;
+mod out;
 mod run_cmd;
-mod tool_cmd;
-mod tools_cmd;
+mod store_args;
 mod validate_cmd;
 
 use clap::{Parser, Subcommand};
-use exit::Failure;
+use failure::Failure;
 use std::process::ExitCode;
 
 /// Run untrusted Python tool code in a WebAssembly sandbox.
@@ -30,12 +33,12 @@ enum Command {
     Run(run_cmd::RunArgs),
     /// Show what the guest and the model see of a tool catalog.
     #[command(subcommand)]
-    Tools(tools_cmd::ToolsCommand),
+    Tools(catalog_cmd::CatalogCommand),
     /// Check dynamic-tool source against the policy (exit 0 with its imports, 1 with the violation).
     Validate(validate_cmd::ValidateArgs),
     /// Define, invoke and govern dynamic tools in a manifest store.
     #[command(subcommand)]
-    Tool(tool_cmd::ToolCommand),
+    Tool(dynamic_cmd::ToolCommand),
 }
 
 fn main() -> ExitCode {
@@ -48,8 +51,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("codecell: {}", failure.message);
-            failure.code
+            if !failure.message.is_empty() {
+                out::stderr(&format!("codecell: {}\n", failure.message));
+            }
+            failure.exit_code()
         }
     }
 }
@@ -60,9 +65,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     match cli.command {
         Some(Command::Run(args)) => run_cmd::run(args).await,
-        Some(Command::Tools(cmd)) => tools_cmd::run(cmd),
+        Some(Command::Tools(cmd)) => catalog_cmd::run(cmd),
         Some(Command::Validate(args)) => validate_cmd::run(args),
-        Some(Command::Tool(cmd)) => tool_cmd::run(cmd).await,
+        Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
         None => Err(Failure::input(
             "no command given; try `codecell --help`".to_string(),
         )),
@@ -70,15 +75,16 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
 }
 
 async fn version() -> Result<ExitCode, Failure> {
-    println!("codecell {}", env!("CARGO_PKG_VERSION"));
+    out::line(&format!("codecell {}", env!("CARGO_PKG_VERSION")))?;
     for guest in codecell::ALL_GUESTS {
-        match codecell::Engine::builder().guest(guest).build() {
-            Ok(engine) => match engine.python_version().await {
-                Ok(v) => println!("guest {guest}: Python {v}"),
-                Err(e) => println!("guest {guest}: unavailable ({e})"),
-            },
-            Err(e) => println!("guest {guest}: unavailable ({e})"),
-        }
+        let version = match codecell::Engine::builder().guest(guest).build() {
+            Ok(engine) => engine.python_version().await,
+            Err(e) => Err(e),
+        };
+        out::line(&match version {
+            Ok(v) => format!("guest {guest}: Python {v}"),
+            Err(e) => format!("guest {guest}: unavailable ({e})"),
+        })?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,12 +1,13 @@
 //! `codecell run`: one snippet, one fresh guest, the outcome as text or JSON.
 
-use crate::exit::{Failure, GUEST_FAILED};
+use crate::failure::{Failure, GUEST_FAILED};
+use crate::input::read_text;
+use crate::out;
+use crate::store_args::DynamicStoreArgs;
 use clap::Args;
-use codecell::{Engine, GuestKind, Limits, Outcome, Status};
-use std::io::Read;
+use codecell::{CodeMode, Engine, GuestKind, Limits, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest snippet accepted, in bytes.
@@ -22,6 +23,19 @@ pub struct RunArgs {
     /// Guest interpreter.
     #[arg(long, default_value = "cpython")]
     guest: GuestKind,
+    #[command(flatten)]
+    limits: LimitArgs,
+    /// Print the outcome as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// `--store DIR --session ID [--project ID]`: the catalog's `{"dynamic": name}` handlers.
+    #[command(flatten)]
+    dynamic: DynamicStoreArgs,
+}
+
+/// The limit flags; each replaces one field of [`Limits::default`].
+#[derive(Args, Debug, Default)]
+pub struct LimitArgs {
     /// Fuel (wasm instructions) for the run.
     #[arg(long)]
     fuel: Option<u64>,
@@ -37,16 +51,11 @@ pub struct RunArgs {
     /// Maximum number of tool calls.
     #[arg(long)]
     max_tool_calls: Option<u32>,
-    /// Print the outcome as one JSON object.
-    #[arg(long)]
-    json: bool,
-    /// `--store DIR --session ID [--project ID]`: the catalog's `{"dynamic": name}` handlers.
-    #[command(flatten)]
-    dynamic: crate::tool_cmd::DynamicStoreArgs,
 }
 
-impl RunArgs {
-    fn limits(&self) -> Limits {
+impl LimitArgs {
+    /// [`Limits::default`] with the flags given applied.
+    pub fn limits(&self) -> Limits {
         let mut limits = Limits::default();
         if let Some(v) = self.fuel {
             limits.fuel = v;
@@ -67,30 +76,10 @@ impl RunArgs {
     }
 }
 
-fn read_snippet(file: &str) -> Result<String, Failure> {
-    let mut bytes = Vec::new();
-    let result = if file == "-" {
-        std::io::stdin()
-            .lock()
-            .take(MAX_SNIPPET_BYTES + 1)
-            .read_to_end(&mut bytes)
-    } else {
-        std::fs::File::open(file)
-            .and_then(|f| f.take(MAX_SNIPPET_BYTES + 1).read_to_end(&mut bytes))
-    };
-    result.map_err(|e| Failure::input(format!("cannot read {file}: {e}")))?;
-    if bytes.len() as u64 > MAX_SNIPPET_BYTES {
-        return Err(Failure::input(format!(
-            "{file} is larger than {MAX_SNIPPET_BYTES} bytes"
-        )));
-    }
-    String::from_utf8(bytes).map_err(|_| Failure::input(format!("{file} is not UTF-8 text")))
-}
-
 pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
-    let code = read_snippet(&args.file)?;
+    let code = read_text(&args.file, MAX_SNIPPET_BYTES)?;
     let catalog = match &args.tools {
-        Some(path) => Some(Arc::new(args.dynamic.load_catalog(path, args.guest)?)),
+        Some(path) => Some(args.dynamic.load_catalog(path, args.guest)?),
         None => None,
     };
     // One run per process: an instance made ahead for a next run would be wasted work.
@@ -98,46 +87,46 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         .guest(args.guest)
         .warm_instance(false)
         .build()
-        .map_err(|e| Failure::host(e.to_string()))?;
-    let outcome = engine
-        .run_snippet(&code, catalog, &args.limits())
-        .await
-        .map_err(|e| Failure::host(e.to_string()))?;
+        .map_err(Failure::engine)?;
+    let code_mode = match catalog {
+        Some(catalog) => CodeMode::new(engine, catalog),
+        None => CodeMode::without_tools(engine),
+    }
+    .with_limits(args.limits.limits());
+    let outcome = code_mode.execute_code(&code).await.map_err(|e| match e {
+        codecell::Error::Engine(e) => Failure::engine(e),
+        other => Failure::host(other.to_string()),
+    })?;
     if args.json {
         let text = serde_json::to_string(&outcome).map_err(|e| Failure::host(e.to_string()))?;
-        println!("{text}");
+        out::line(&text)?;
     } else {
-        print_human(&outcome);
+        print_human(&outcome)?;
     }
-    Ok(match outcome.status {
-        Status::Ok => ExitCode::SUCCESS,
-        Status::Error | Status::Limit => ExitCode::from(GUEST_FAILED),
+    Ok(if outcome.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(GUEST_FAILED)
     })
 }
 
-fn print_human(outcome: &Outcome) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(outcome.stdout.as_bytes());
-    let _ = out.flush();
+fn print_human(outcome: &Outcome) -> Result<(), Failure> {
+    out::stdout(&out::guest_stdout(&outcome.stdout))?;
     if !outcome.stderr.is_empty() {
-        eprint!("{}", outcome.stderr);
+        out::stderr(&out::guest_stderr(&outcome.stderr));
     }
-    if let Some(error) = outcome.error.as_ref().filter(|e| !e.traceback.is_empty()) {
-        eprint!("{}", error.traceback);
+    if let Some(error) = outcome.error().filter(|e| !e.traceback.is_empty()) {
+        out::stderr(&out::guest_stderr(&error.traceback));
     }
-    let detail = match (&outcome.limit, &outcome.error) {
+    let detail = match (outcome.limit(), outcome.error()) {
         (Some(limit), Some(e)) => format!(" ({}: {})", limit.as_str(), e.message),
         (None, Some(e)) => format!(" ({}: {})", e.kind, e.message),
         _ => String::new(),
     };
-    let status = match outcome.status {
-        Status::Ok => "ok",
-        Status::Error => "error",
-        Status::Limit => "limit",
-    };
-    eprintln!(
-        "[codecell] {status}{detail}{} in {:.1} ms, fuel {}, {} tool call(s)",
+    out::stderr(&format!(
+        "[codecell] {}{}{} in {:.1} ms, fuel {}, {} tool call(s)\n",
+        outcome.status().as_str(),
+        out::guest_stderr(&detail),
         if outcome.truncated {
             ", output truncated"
         } else {
@@ -146,5 +135,24 @@ fn print_human(outcome: &Outcome) {
         outcome.duration_ms,
         outcome.fuel_used,
         outcome.tool_calls.len()
-    );
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LimitArgs;
+
+    #[test]
+    fn each_flag_replaces_one_default_and_memory_saturates() {
+        let args = LimitArgs {
+            fuel: Some(7),
+            memory_mb: Some(usize::MAX),
+            ..LimitArgs::default()
+        };
+        let limits = args.limits();
+        assert_eq!(limits.fuel, 7);
+        assert_eq!(limits.memory_bytes, usize::MAX);
+        assert_eq!(limits.deadline, codecell::Limits::default().deadline);
+    }
 }

@@ -81,9 +81,9 @@ pub(crate) fn load_or_compile(
     if let Some(prepare) = prepare {
         bytes = prepare(&bytes)?;
     }
-    let component = Component::new(engine, &bytes).map_err(|e| EngineError::Compile {
+    let component = Component::new(engine, &bytes).map_err(|source| EngineError::Compile {
         path: wasm.to_path_buf(),
-        message: format!("{e:#}"),
+        source,
     })?;
     // A cache that cannot be written costs time, not correctness: carry on without it.
     if store(&component, cache_dir, &cached).is_ok() {
@@ -119,22 +119,45 @@ fn prune(dir: &Path, stem: &str, keep: usize) {
     }
 }
 
-fn store(
-    component: &Component,
-    dir: &Path,
-    path: &PathBuf,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn store(component: &Component, dir: &Path, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write;
     std::fs::create_dir_all(dir)?;
     let bytes = component.serialize()?;
-    // Write then rename, so a concurrent reader never maps a half-written file.
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        std::process::id(),
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)?;
+    // Write then rename, so a concurrent reader never maps a half-written file. The temporary
+    // file is created afresh (`create_new` never follows a symlink or reuses a file someone
+    // planted under a name they guessed), in the cache directory itself so the rename stays on
+    // one file system.
+    let stem = path.file_name().unwrap_or_default().to_string_lossy();
+    let (tmp, mut file) = (0..16)
+        .find_map(|attempt| {
+            let tmp = dir.join(format!(
+                ".{stem}.{}.{}.tmp",
+                std::process::id(),
+                unique(attempt)
+            ));
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+                .ok()?;
+            Some((tmp, file))
+        })
+        .ok_or("cannot create a temporary file in the cache directory")?;
+    let written = file.write_all(&bytes).and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.into());
+    }
     Ok(())
+}
+
+/// A name part no other writer is likely to pick: the clock's nanoseconds and the attempt.
+fn unique(attempt: u32) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{nanos:08x}{attempt:x}")
 }
 
 #[cfg(test)]
@@ -166,5 +189,32 @@ mod tests {
             "another guest's artifacts are untouched"
         );
         assert!(not_an_artifact.exists(), "only .cwasm files are pruned");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_symlink_is_never_written_through() {
+        // Regression (issue 10, class 11): the temporary name was predictable and opened with a
+        // call that follows symlinks, so a planted link could redirect the write.
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let target = dir.path().join("guest.cwasm");
+        let engine = wasmtime::Engine::default();
+        let component = Component::new(&engine, "(component)").unwrap();
+        // Plant links under every name of the old scheme.
+        let old = dir
+            .path()
+            .join(format!(".{}.guest.cwasm.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &old).unwrap();
+        store(&component, dir.path(), &target).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert!(target.is_file());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp") && e.path() != old)
+            .collect();
+        assert!(leftovers.is_empty(), "no temporary file is left behind");
     }
 }

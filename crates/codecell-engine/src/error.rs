@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// Errors of the engine itself: missing guest, failed compile, failed instantiation.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// The guest component was not found.
     #[error("guest component not found at {path}: build it with `{build}`", build = crate::guest::BUILD_COMMAND)]
@@ -17,38 +18,89 @@ pub enum EngineError {
         /// The file.
         path: PathBuf,
         /// The cause.
+        #[source]
         source: std::io::Error,
     },
     /// The guest component failed to compile or does not match the world.
-    #[error("cannot compile guest {path}: {message}")]
+    #[error("cannot compile guest {path}: {source:#}")]
     Compile {
         /// The component file.
         path: PathBuf,
         /// wasmtime's explanation.
-        message: String,
+        #[source]
+        source: wasmtime::Error,
     },
     /// Pre-initialising the guest (building its interpreter before the snapshot) failed.
-    #[error("cannot pre-initialise guest {path}: {message}")]
+    #[error("cannot pre-initialise guest {path}: {stage}: {source:#}")]
     Preinit {
         /// The component file.
         path: PathBuf,
-        /// Which stage failed, and why.
-        message: String,
+        /// Which stage failed.
+        stage: &'static str,
+        /// Why.
+        #[source]
+        source: wasmtime::Error,
     },
+    /// The memory cap is below what the guest needs just to start.
+    #[error("the memory cap of {cap} bytes is below the {minimum} bytes this guest needs to start")]
+    MemoryCapTooSmall {
+        /// The cap asked for.
+        cap: usize,
+        /// The guest's initial memory.
+        minimum: usize,
+    },
+    /// The engine's instance pool was closed, so no run can get an instance.
+    #[error("the engine's instance pool was closed")]
+    PoolClosed,
     /// wasmtime failed to configure, link or instantiate.
-    #[error("wasmtime: {0}")]
-    Wasmtime(String),
+    #[error("wasmtime: {0:#}")]
+    Wasmtime(#[source] wasmtime::Error),
 }
 
 impl EngineError {
+    /// A stable name for this kind of failure, for machine-readable output (`--json`, MCP).
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::GuestNotBuilt { .. } => "guest_not_built",
+            EngineError::Io { .. } => "io",
+            EngineError::Compile { .. } => "compile",
+            EngineError::Preinit { .. } => "preinit",
+            EngineError::MemoryCapTooSmall { .. } => "memory_cap_too_small",
+            EngineError::PoolClosed => "pool_closed",
+            EngineError::Wasmtime(_) => "wasmtime",
+        }
+    }
+
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
         EngineError::Io {
             path: path.to_path_buf(),
             source,
         }
     }
+}
 
-    pub(crate) fn wasmtime(e: wasmtime::Error) -> Self {
-        EngineError::Wasmtime(format!("{e:#}"))
+impl From<wasmtime::Error> for EngineError {
+    fn from(e: wasmtime::Error) -> Self {
+        EngineError::Wasmtime(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_wasmtime_failure_keeps_its_source() {
+        let error = EngineError::Compile {
+            path: "g.wasm".into(),
+            source: wasmtime::format_err!("bad magic"),
+        };
+        assert!(error.to_string().contains("bad magic"));
+        assert_eq!(
+            error.source().map(|s| s.to_string()).as_deref(),
+            Some("bad magic")
+        );
+        assert_eq!(error.code(), "compile");
     }
 }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// A guest interpreter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum GuestKind {
     /// CPython compiled for WASI, componentized with componentize-py.
     CPython,
@@ -25,10 +26,10 @@ impl GuestKind {
 
     /// Whether an engine keeps a warm instance for this guest unless told otherwise.
     ///
-    /// Measured in one benchmark run (`fresh_run_print_1_plus_1`, back to back): CPython, whose
-    /// instantiation links dozens of modules (~1.3 ms), went from 1.61 to 1.23 ms with it;
-    /// RustPython (~0.2 ms to instantiate) went from 0.41 to 0.52 ms, because making the next
-    /// instance on another thread while a run executes costs both of them page-table contention.
+    /// CPython's instantiation links dozens of modules, so making it ahead of time takes most of
+    /// it out of a run's latency; RustPython instantiates quickly, and making the next instance
+    /// on another thread while a run executes cost both of them more (page-table contention)
+    /// than it saved. The measurements are in `docs/performance.md`.
     pub fn warm_by_default(self) -> bool {
         matches!(self, GuestKind::CPython)
     }

@@ -1,18 +1,19 @@
 //! The three host functions: `ls`, `read` and `call-tool`, the guest's only way out.
 //!
 //! Errors the guest can act on (a bad path, a refused argument, a failing tool) come back as
-//! `Err(message)` and become Python exceptions. Exceeding a run-wide limit traps instead, so the
-//! guest cannot catch it and carry on.
+//! `Err(message)` and become Python exceptions. Exceeding a run-wide limit traps instead
+//! ([`LimitStop`]), so the guest cannot catch it and carry on.
+//!
+//! Every buffer the guest sizes is bounded here before the host keeps it: arguments by
+//! `max_tool_args_bytes`, results and tool error messages by `max_tool_result_bytes`, and the
+//! category and tool names a call record keeps by the catalog's own name limit.
 
 use crate::bindings::codecell::guest::host::Host;
+use crate::ending::{LimitStop, clip};
 use crate::outcome::{LimitKind, ToolCallRecord};
 use crate::state::RunState;
+use codecell_catalog::{Catalog, MAX_NAME_BYTES};
 use std::time::Instant;
-
-/// Marker error: a host function stopped the run because a limit was exceeded.
-#[derive(Debug, thiserror::Error)]
-#[error("run stopped: {0:?} limit exceeded")]
-pub(crate) struct LimitTrap(pub(crate) LimitKind);
 
 fn no_catalog() -> String {
     "no tools are available in this run".to_string()
@@ -45,8 +46,7 @@ impl Host for RunState {
         args_json: String,
     ) -> wasmtime::Result<Result<String, String>> {
         if self.tool_calls.len() >= self.limits.max_tool_calls as usize {
-            self.stopped_by = Some(LimitKind::ToolCalls);
-            return Err(wasmtime::Error::new(LimitTrap(LimitKind::ToolCalls)));
+            return Err(LimitStop::trap(LimitKind::ToolCalls));
         }
         let started = Instant::now();
         let args_bytes = args_json.len();
@@ -57,12 +57,17 @@ impl Host for RunState {
             max_result: self.limits.max_tool_result_bytes,
         };
         let result = call.dispatch(&category, &name, args_json).await;
+        // Host work cannot be interrupted mid-poll: a call that returns after the deadline
+        // ends the run there, so a run past its deadline is never reported `ok`.
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(LimitStop::trap(LimitKind::Deadline));
+        }
         let result_bytes = match &result {
             Ok(s) | Err(s) => s.len(),
         };
         self.tool_calls.push(ToolCallRecord {
-            category,
-            name,
+            category: clip(category, MAX_NAME_BYTES).0,
+            name: clip(name, MAX_NAME_BYTES).0,
             ok: result.is_ok(),
             duration_us: started.elapsed().as_micros() as u64,
             args_bytes,
@@ -74,7 +79,7 @@ impl Host for RunState {
 
 /// What one tool call needs from the run, detached from the store.
 struct Call {
-    catalog: Option<std::sync::Arc<codecell_catalog::Catalog>>,
+    catalog: Option<Catalog>,
     max_args: usize,
     max_result: usize,
 }
@@ -89,6 +94,14 @@ impl Call {
         let Some(catalog) = self.catalog else {
             return Err(no_catalog());
         };
+        for (what, given) in [("category", category), ("tool name", name)] {
+            if given.len() > MAX_NAME_BYTES {
+                return Err(format!(
+                    "the {what} is {} bytes, over the limit of {MAX_NAME_BYTES} bytes",
+                    given.len()
+                ));
+            }
+        }
         if args_json.len() > self.max_args {
             return Err(format!(
                 "arguments of {category}/{name} are {} bytes, over the limit of {} bytes",
@@ -99,10 +112,10 @@ impl Call {
         let args: serde_json::Value = serde_json::from_str(&args_json)
             .map_err(|e| format!("arguments of {category}/{name} are not valid JSON: {e}"))?;
         // A slow tool is bounded by the run's deadline: the whole run future is under a timeout.
-        let value = catalog
-            .call(category, name, args)
-            .await
-            .map_err(|e| e.to_string())?;
+        let value = catalog.call(category, name, args).await.map_err(|e| {
+            // A tool's error message is guest-bound text like a result: the same cap applies.
+            clip(e.to_string(), self.max_result).0
+        })?;
         let text = serde_json::to_string(&value)
             .map_err(|e| format!("result of {category}/{name} is not JSON: {e}"))?;
         if text.len() > self.max_result {
@@ -113,5 +126,72 @@ impl Call {
             ));
         }
         Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codecell_catalog::{HandlerError, ToolSpec, handler_fn};
+    use serde_json::json;
+
+    fn catalog() -> Catalog {
+        let echo = ToolSpec::new("echo", "Echo.", json!({"type": "object"}));
+        let loud = ToolSpec::new("loud", "Fails at length.", json!({"type": "object"}));
+        Catalog::builder()
+            .category("misc", "Test tools.")
+            .tool("misc", echo, handler_fn(Ok))
+            .tool(
+                "misc",
+                loud,
+                handler_fn(|_| Err(HandlerError::new("e".repeat(10_000)))),
+            )
+            .build()
+            .unwrap()
+    }
+
+    fn call(max_args: usize, max_result: usize) -> Call {
+        Call {
+            catalog: Some(catalog()),
+            max_args,
+            max_result,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_reaches_its_handler_and_comes_back_as_json() {
+        let got = call(1000, 1000)
+            .dispatch("misc", "echo", r#"{"a":[1,2]}"#.into())
+            .await;
+        assert_eq!(got.unwrap(), r#"{"a":[1,2]}"#);
+    }
+
+    #[tokio::test]
+    async fn every_guest_sized_text_is_bounded() {
+        let long = "n".repeat(MAX_NAME_BYTES + 1);
+        let refused = call(1000, 1000).dispatch(&long, "echo", "{}".into()).await;
+        assert!(refused.unwrap_err().contains("over the limit of 128 bytes"));
+        let refused = call(1000, 1000).dispatch("misc", &long, "{}".into()).await;
+        assert!(refused.unwrap_err().contains("tool name"));
+        let big_args = format!(r#"{{"a":"{}"}}"#, "x".repeat(100));
+        let refused = call(50, 1000)
+            .dispatch("misc", "echo", big_args.clone())
+            .await;
+        assert!(refused.unwrap_err().contains("over the limit of 50 bytes"));
+        let refused = call(1000, 50).dispatch("misc", "echo", big_args).await;
+        assert!(refused.unwrap_err().contains("result of misc/echo"));
+        let clipped = call(1000, 300).dispatch("misc", "loud", "{}".into()).await;
+        assert!(clipped.unwrap_err().len() <= 300);
+    }
+
+    #[tokio::test]
+    async fn without_a_catalog_every_call_is_refused() {
+        let none = Call {
+            catalog: None,
+            max_args: 10,
+            max_result: 10,
+        };
+        let refused = none.dispatch("misc", "echo", "{}".into()).await;
+        assert_eq!(refused.unwrap_err(), no_catalog());
     }
 }

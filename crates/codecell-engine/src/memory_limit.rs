@@ -2,7 +2,8 @@
 //!
 //! Growth past the cap is refused (the guest sees a failed `memory.grow`, which CPython turns into
 //! `MemoryError`) rather than trapping, so the guest can report what it was doing. The refusal is
-//! remembered so the run can be classified as having hit the memory limit.
+//! remembered so `ending.rs` can classify the run as having hit the memory limit, and a refusal of
+//! the initial memory (a cap below what the guest needs to exist) is told apart.
 
 use wasmtime::ResourceLimiter;
 
@@ -17,9 +18,11 @@ const MAX_MEMORIES: usize = 16;
 pub(crate) struct MemoryLimiter {
     cap: usize,
     /// Set once a growth was refused.
-    pub(crate) hit: bool,
+    hit: bool,
+    /// The size of an initial memory that was refused, in bytes.
+    initial_refused: Option<usize>,
     /// Largest linear memory size granted, in bytes.
-    pub(crate) peak: usize,
+    peak: usize,
 }
 
 impl MemoryLimiter {
@@ -27,8 +30,19 @@ impl MemoryLimiter {
         MemoryLimiter {
             cap,
             hit: false,
+            initial_refused: None,
             peak: 0,
         }
+    }
+
+    /// Whether a growth was refused during this run.
+    pub(crate) fn refused(&self) -> bool {
+        self.hit
+    }
+
+    /// The size the guest's initial memory needed, if the cap refused even that.
+    pub(crate) fn refused_initial(&self) -> Option<usize> {
+        self.initial_refused
     }
 }
 
@@ -45,12 +59,15 @@ impl MemoryLimiter {
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         if desired > self.cap {
             self.hit = true;
+            if current == 0 {
+                self.initial_refused = Some(desired);
+            }
             return Ok(false);
         }
         self.peak = self.peak.max(desired);

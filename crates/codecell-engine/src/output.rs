@@ -1,8 +1,11 @@
 //! Captures the guest's stdout and stderr in memory, up to a cap.
 //!
 //! The cap is enforced here, on the host side of WASI, not in the guest: guest code can replace
-//! `sys.stdout` or write to fd 1 directly, but every byte still crosses this stream.
+//! `sys.stdout` or write to fd 1 directly, but every byte still crosses this stream. A write past
+//! the cap keeps what fits and stops the run with the output limit (`ending.rs`).
 
+use crate::ending::LimitStop;
+use crate::outcome::LimitKind;
 use bytes::Bytes;
 use std::sync::{Arc, Mutex};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
@@ -24,11 +27,6 @@ pub(crate) struct CappedOutput {
     buffer: Arc<Mutex<Buffer>>,
 }
 
-/// Marker error: the output cap was hit (the run is stopped with [`crate::LimitKind::Output`]).
-#[derive(Debug, thiserror::Error)]
-#[error("output exceeded its cap")]
-pub(crate) struct OutputCapExceeded;
-
 impl CappedOutput {
     pub(crate) fn new(cap: usize) -> Self {
         CappedOutput {
@@ -42,11 +40,6 @@ impl CappedOutput {
     /// Sets the cap of a stream nothing has been written to yet (a warm instance's run).
     pub(crate) fn set_cap(&self, cap: usize) {
         lock(&self.buffer).cap = cap;
-    }
-
-    /// Whether anything was cut at the cap.
-    pub(crate) fn truncated(&self) -> bool {
-        lock(&self.buffer).truncated
     }
 
     /// The captured text (cut at a UTF-8 boundary, never longer than the cap) and whether it was truncated.
@@ -115,7 +108,7 @@ impl OutputStream for CappedOutput {
         if self.append(&bytes) {
             Ok(())
         } else {
-            Err(StreamError::Trap(wasmtime::Error::new(OutputCapExceeded)))
+            Err(StreamError::Trap(LimitStop::trap(LimitKind::Output)))
         }
     }
 
@@ -137,7 +130,7 @@ impl tokio::io::AsyncWrite for CappedOutput {
         if self.append(buf) {
             std::task::Poll::Ready(Ok(buf.len()))
         } else {
-            std::task::Poll::Ready(Err(std::io::Error::other(OutputCapExceeded)))
+            std::task::Poll::Ready(Err(std::io::Error::other(LimitStop(LimitKind::Output))))
         }
     }
 

@@ -15,6 +15,7 @@ use crate::state::RunState;
 use std::path::Path;
 use wasmtime::Store;
 use wasmtime::component::{Component, Instance, Lift, WasmList};
+use wasmtime::format_err;
 use wasmtime_wizer::{ComponentInstanceState, Wizer};
 
 /// The export a pre-initialisable guest provides (`world sandbox-preinit`).
@@ -33,7 +34,7 @@ fn init_limits() -> Limits {
 /// compiled without optimisation (several times faster to compile for a 30 MB guest). Fuel,
 /// not a wall clock, bounds it: a guest that loops in its init fails after `init_limits().fuel`.
 fn init_engine() -> wasmtime::Result<wasmtime::Engine> {
-    let mut config = crate::engine::base_config();
+    let mut config = crate::builder::base_config();
     config.cranelift_opt_level(wasmtime::OptLevel::None);
     wasmtime::Engine::new(&config)
 }
@@ -49,21 +50,23 @@ pub(crate) fn preinitialize(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineE
             .unwrap_or_else(|_| {
                 Err(EngineError::Preinit {
                     path: path.to_path_buf(),
-                    message: "the pre-initialiser panicked".into(),
+                    stage: "running the pre-initialiser",
+                    source: format_err!("the pre-initialiser panicked"),
                 })
             })
     })
 }
 
 fn preinitialize_here(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> {
-    let fail = |stage: &str, message: String| EngineError::Preinit {
+    let fail = |stage: &'static str, source: wasmtime::Error| EngineError::Preinit {
         path: path.to_path_buf(),
-        message: format!("{stage}: {message}"),
+        stage,
+        source,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| fail("starting a runtime", e.to_string()))?;
+        .map_err(|e| fail("starting a runtime", e.into()))?;
     runtime.block_on(async {
         let mut wizer = Wizer::new();
         // Removing the export from the core module but not from the component's lifts gives an
@@ -71,34 +74,29 @@ fn preinitialize_here(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> 
         wizer.keep_init_func(true);
         let (cx, instrumented) = wizer
             .instrument_component(wasm)
-            .map_err(|e| fail("instrumenting", format!("{e:#}")))?;
-        let engine = &init_engine().map_err(|e| fail("configuring wasmtime", format!("{e:#}")))?;
-        let linker = crate::engine::linker(engine)?;
+            .map_err(|e| fail("instrumenting", e))?;
+        let engine = &init_engine().map_err(|e| fail("configuring wasmtime", e))?;
+        let linker = crate::builder::linker(engine)?;
         let component = Component::new(engine, &instrumented)
-            .map_err(|e| fail("compiling the instrumented guest", format!("{e:#}")))?;
-        let limits = init_limits();
-        let mut store = Store::new(engine, RunState::new(&limits, None));
-        store.limiter(|s| &mut s.limiter);
-        store
-            .set_fuel(limits.fuel)
-            .map_err(|e| fail("setting fuel", format!("{e:#}")))?;
+            .map_err(|e| fail("compiling the instrumented guest", e))?;
+        let mut store = crate::engine::new_store(engine, None, &init_limits())?;
         let instance = linker
             .instantiate_async(&mut store, &component)
             .await
-            .map_err(|e| fail("instantiating", format!("{e:#}")))?;
+            .map_err(|e| fail("instantiating", e))?;
         let init = instance
             .get_typed_func::<(), ()>(&mut store, INIT_EXPORT)
-            .map_err(|e| fail("finding `wizer-initialize`", format!("{e:#}")))?;
+            .map_err(|e| fail("finding `wizer-initialize`", e))?;
         init.call_async(&mut store, ())
             .await
-            .map_err(|e| fail("running `wizer-initialize`", format!("{e:#}")))?;
+            .map_err(|e| fail("running `wizer-initialize`", e))?;
         let written = store.data().stdout.take().0.len() + store.data().stderr.take().0.len();
         if written > 0 {
             // Output during init means a stdio stream handle may be cached in the snapshot,
             // which would be dangling in every later instance.
             return Err(fail(
                 "checking the snapshot",
-                format!("the guest wrote {written} bytes to stdio during initialisation"),
+                format_err!("the guest wrote {written} bytes to stdio during initialisation"),
             ));
         }
         let mut state = SnapshotState {
@@ -109,9 +107,9 @@ fn preinitialize_here(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> 
         let snapshot = wizer
             .snapshot_component(&cx, &mut state)
             .await
-            .map_err(|e| fail("snapshotting", format!("{e:#}")))?;
+            .map_err(|e| fail("snapshotting", e))?;
         match state.error {
-            Some(e) => Err(fail("reading the guest's state", e)),
+            Some(e) => Err(fail("reading the guest's state", format_err!("{e}"))),
             None => Ok(snapshot),
         }
     })

@@ -1,28 +1,54 @@
-//! One run: a fresh store and instance, the limits armed, the export called, the result classified.
+//! The run loop: a fresh instance, the export called under the deadline, the ending classified.
 
-use crate::bindings::{Failure, RunOptions, Sandbox};
-use crate::engine::{Engine, YIELD_FUEL};
+use crate::bindings::{Failure as GuestFailure, RunOptions, Sandbox};
+use crate::ending::{self, LimitStop, Returned};
+use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits::Limits;
-use crate::outcome::{GuestError, LimitKind, Outcome};
+use crate::outcome::{Failure, LimitKind, Outcome};
 use crate::state::RunState;
-use crate::trap;
 use codecell_catalog::Catalog;
 use std::future::Future;
-use std::sync::Arc;
+use std::pin::Pin;
 use std::task::Poll;
-use std::time::Duration;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use wasmtime::Store;
 
-/// What the guest export returned, before classification.
-pub(crate) enum Returned<T> {
-    /// The export returned normally (its own `Ok` or `Err`).
-    Guest(Result<T, Failure>),
-    /// The instance trapped (or the host stopped it).
-    Trap(wasmtime::Error),
-    /// The wall-clock deadline passed (the guest was running, or blocked in a host call).
-    TimedOut,
+/// How long past the deadline the tokio timeout waits before it ends a run that nothing polls.
+const TIMEOUT_GRACE: Duration = Duration::from_millis(20);
+
+/// A dynamic tool's run: its JSON result or why there is none, and the fuel it used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRun {
+    /// The canonical JSON `execute(args)` returned, or the exception or limit that ended the run.
+    pub result: Result<String, Failure>,
+    /// Fuel consumed by the run.
+    pub fuel_used: u64,
+}
+
+/// The export call a run makes, given the instance and its store.
+type ExportCall<T> = Box<
+    dyn for<'a> FnOnce(
+            &'a Sandbox,
+            &'a mut Store<RunState>,
+        ) -> Pin<
+            Box<dyn Future<Output = wasmtime::Result<Result<T, GuestFailure>>> + Send + 'a>,
+        > + Send,
+>;
+
+/// What the run loop hands back: the classified ending and everything captured.
+struct Finished<T> {
+    result: Result<T, Failure>,
+    state: RunState,
+    clipped: bool,
+    fuel_used: u64,
+    duration: Duration,
+}
+
+fn options(limits: &Limits) -> RunOptions {
+    RunOptions {
+        recursion_limit: limits.recursion_limit,
+    }
 }
 
 impl Engine {
@@ -30,95 +56,58 @@ impl Engine {
     pub async fn run_snippet(
         &self,
         code: &str,
-        catalog: Option<Arc<Catalog>>,
+        catalog: Option<Catalog>,
         limits: &Limits,
     ) -> Result<Outcome, EngineError> {
-        let options = RunOptions {
-            recursion_limit: limits.recursion_limit,
-        };
-        let code = code.to_string();
-        self.run(catalog, limits, move |sandbox, store| {
+        let (code, options) = (code.to_string(), options(limits));
+        let call: ExportCall<()> = Box::new(move |sandbox, store| {
             Box::pin(async move { sandbox.call_run_snippet(store, &code, options).await })
+        });
+        let finished = self.run(catalog, limits, call).await?;
+        let (stdout, out_cut) = finished.state.stdout.take();
+        let (stderr, err_cut) = finished.state.stderr.take();
+        Ok(Outcome {
+            result: finished.result,
+            stdout,
+            stderr,
+            truncated: out_cut || err_cut || finished.clipped,
+            fuel_used: finished.fuel_used,
+            duration_ms: Outcome::duration_ms_of(finished.duration),
+            tool_calls: finished.state.tool_calls,
         })
-        .await
-        .map(|(outcome, _)| outcome)
     }
 
-    /// Runs a dynamic tool's `execute(args)` with restricted builtins; the value is its JSON result.
+    /// Runs a dynamic tool's `execute(args)` with restricted builtins; its value is the JSON
+    /// result.
     pub async fn run_tool(
         &self,
         source: &str,
         imports: &[String],
         args_json: &str,
         limits: &Limits,
-    ) -> Result<(Outcome, Option<String>), EngineError> {
-        let options = RunOptions {
-            recursion_limit: limits.recursion_limit,
-        };
+    ) -> Result<ToolRun, EngineError> {
         let (source, imports, args) = (source.to_string(), imports.to_vec(), args_json.to_string());
-        self.run(None, limits, move |sandbox, store| {
+        let options = options(limits);
+        let call: ExportCall<String> = Box::new(move |sandbox, store| {
             Box::pin(async move {
                 sandbox
                     .call_run_tool(store, &source, &imports, &args, options)
                     .await
             })
+        });
+        let finished = self.run(None, limits, call).await?;
+        Ok(ToolRun {
+            result: finished.result,
+            fuel_used: finished.fuel_used,
         })
-        .await
     }
 
-    /// The guest interpreter's Python version, e.g. `3.14.0`.
-    pub async fn python_version(&self) -> Result<String, EngineError> {
-        let limits = Limits::default();
-        let _slot = self.slot().await?;
-        let mut store = self.new_store(None, &limits)?;
-        let sandbox = self
-            .inner
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(EngineError::wasmtime)?;
-        sandbox
-            .call_python_version(&mut store)
-            .await
-            .map_err(EngineError::wasmtime)
-    }
-
-    /// Waits for a free instance slot in the pool.
-    pub(crate) async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, EngineError> {
-        self.inner
-            .slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| EngineError::Wasmtime("the engine's instance pool was closed".into()))
-    }
-
-    pub(crate) fn new_store(
+    async fn run<T: Send + 'static>(
         &self,
-        catalog: Option<Arc<Catalog>>,
+        catalog: Option<Catalog>,
         limits: &Limits,
-    ) -> Result<Store<RunState>, EngineError> {
-        let mut store = Store::new(&self.inner.wasmtime, RunState::new(limits, catalog));
-        store.limiter(|s| &mut s.limiter);
-        arm(&mut store, limits)?;
-        Ok(store)
-    }
-
-    async fn run<T, F>(
-        &self,
-        catalog: Option<Arc<Catalog>>,
-        limits: &Limits,
-        call: F,
-    ) -> Result<(Outcome, Option<T>), EngineError>
-    where
-        T: Send + 'static,
-        F: for<'a> FnOnce(
-                &'a Sandbox,
-                &'a mut Store<RunState>,
-            ) -> std::pin::Pin<
-                Box<dyn Future<Output = wasmtime::Result<Result<T, Failure>>> + Send + 'a>,
-            > + Send,
-    {
+        call: ExportCall<T>,
+    ) -> Result<Finished<T>, EngineError> {
         // The slot is held until the store (and its pool slot) is dropped below.
         let (mut store, warm_sandbox, slot) = match self.take_warm(limits, catalog.clone()) {
             Some(warm) => (warm.store, Some(warm.sandbox), warm.slot),
@@ -129,6 +118,7 @@ impl Engine {
         };
         let started = Instant::now();
         let deadline = started + limits.deadline;
+        store.data_mut().deadline = Some(deadline);
         let pre = &self.inner.pre;
         // A running guest yields every YIELD_FUEL units of fuel; each time it is polled again the
         // wall clock is checked here, and past the deadline the run is dropped where it stands.
@@ -145,94 +135,54 @@ impl Engine {
             let mut call = call(&sandbox, &mut store);
             let checked = std::future::poll_fn(|cx| {
                 if Instant::now() >= deadline {
-                    return Poll::Ready(None);
+                    return Poll::Ready(Err(LimitStop::trap(LimitKind::Deadline)));
                 }
-                call.as_mut().poll(cx).map(Some)
+                call.as_mut().poll(cx)
             });
             Ok::<_, Instantiate>(checked.await)
         });
         let returned = match guarded.await {
-            Ok(Ok(Some(Ok(result)))) => Returned::Guest(result),
-            Ok(Ok(Some(Err(trap)))) => Returned::Trap(trap),
-            Ok(Ok(None)) | Err(_) => Returned::TimedOut,
-            Ok(Err(Instantiate(e))) => return Err(EngineError::wasmtime(e)),
+            Ok(Ok(Ok(result))) => Returned::Guest(result),
+            Ok(Ok(Err(trap))) => Returned::Trap(trap),
+            Err(_elapsed) => Returned::Trap(LimitStop::trap(LimitKind::Deadline)),
+            Ok(Err(Instantiate(e))) => self.instantiate_failed(e, &store, limits)?,
         };
         let fuel_left = store.get_fuel().unwrap_or(0);
         let state = store.into_data();
         let duration = started.elapsed();
-        let (value, status, limit, error) = trap::classify(returned, &state);
-        let (stdout, out_cut) = state.stdout.take();
-        let (stderr, err_cut) = state.stderr.take();
-        let outcome = Outcome {
-            status,
-            stdout,
-            stderr,
-            truncated: out_cut || err_cut,
-            error,
-            limit,
-            fuel_used: limits.fuel.saturating_sub(fuel_left),
-            duration_ms: Outcome::duration_ms_of(duration),
-            tool_calls: state.tool_calls,
-        };
+        let classified = ending::classify(returned, state.limiter.refused(), limits);
         drop(slot);
         self.refill_warm();
-        Ok((outcome, value))
+        Ok(Finished {
+            result: classified.result,
+            state,
+            clipped: classified.clipped,
+            fuel_used: limits.fuel.saturating_sub(fuel_left),
+            duration,
+        })
+    }
+
+    /// Instantiation failed: a limit that ended start-up (fuel too small to start) is the run's
+    /// ending, a memory cap below what the guest needs to exist is the caller's error, and
+    /// anything else is a failure of the host.
+    fn instantiate_failed<T>(
+        &self,
+        error: wasmtime::Error,
+        store: &Store<RunState>,
+        limits: &Limits,
+    ) -> Result<Returned<T>, EngineError> {
+        if let Some(minimum) = store.data().limiter.refused_initial() {
+            return Err(EngineError::MemoryCapTooSmall {
+                cap: limits.memory_bytes,
+                minimum,
+            });
+        }
+        if let Some(wasmtime::Trap::OutOfFuel) = error.downcast_ref::<wasmtime::Trap>() {
+            return Ok(Returned::Trap(error));
+        }
+        Err(EngineError::Wasmtime(error))
     }
 }
 
-/// How long past the deadline the tokio timeout waits before it ends a run that nothing polls.
-const TIMEOUT_GRACE: Duration = Duration::from_millis(20);
-
-/// Gives a store its run's fuel and makes the guest yield every [`YIELD_FUEL`] units of it.
-pub(crate) fn arm(store: &mut Store<RunState>, limits: &Limits) -> Result<(), EngineError> {
-    store.set_fuel(limits.fuel).map_err(EngineError::wasmtime)?;
-    store
-        .fuel_async_yield_interval(Some(YIELD_FUEL))
-        .map_err(EngineError::wasmtime)
-}
-
-/// Instantiation failed: a host failure, not the guest's doing.
+/// Instantiation failed: not the guest's code running, so classified apart.
 struct Instantiate(wasmtime::Error);
-
-/// Builds the caller-facing error for a limit.
-pub(crate) fn limit_error(kind: LimitKind, limits: &Limits) -> GuestError {
-    let (name, message) = match kind {
-        LimitKind::Fuel => (
-            "OutOfFuel",
-            format!("the run used all of its {} units of fuel", limits.fuel),
-        ),
-        LimitKind::Memory => (
-            "MemoryLimitExceeded",
-            format!(
-                "the run tried to use more than {} bytes of memory",
-                limits.memory_bytes
-            ),
-        ),
-        LimitKind::Deadline => (
-            "DeadlineExceeded",
-            format!(
-                "the run exceeded its deadline of {} ms",
-                limits.deadline.as_millis()
-            ),
-        ),
-        LimitKind::Output => (
-            "OutputLimitExceeded",
-            format!(
-                "output exceeded {} bytes; it was truncated and the run stopped",
-                limits.max_output_bytes
-            ),
-        ),
-        LimitKind::ToolCalls => (
-            "ToolCallLimitExceeded",
-            format!(
-                "the run made more than {} tool calls",
-                limits.max_tool_calls
-            ),
-        ),
-    };
-    GuestError {
-        kind: name.to_string(),
-        message,
-        traceback: String::new(),
-    }
-}

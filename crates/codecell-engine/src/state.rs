@@ -2,10 +2,10 @@
 
 use crate::limits::Limits;
 use crate::memory_limit::MemoryLimiter;
-use crate::outcome::{LimitKind, ToolCallRecord};
+use crate::outcome::ToolCallRecord;
 use crate::output::CappedOutput;
 use codecell_catalog::Catalog;
-use std::sync::Arc;
+use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -16,17 +16,17 @@ pub(crate) struct RunState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) stdout: CappedOutput,
     pub(crate) stderr: CappedOutput,
-    pub(crate) catalog: Option<Arc<Catalog>>,
+    pub(crate) catalog: Option<Catalog>,
     pub(crate) limits: Limits,
     pub(crate) tool_calls: Vec<ToolCallRecord>,
-    /// Set by a host function just before it traps to stop the run for a limit.
-    pub(crate) stopped_by: Option<LimitKind>,
+    /// When the run must end; set as the export is called (a warm instance has none before).
+    pub(crate) deadline: Option<Instant>,
 }
 
 impl RunState {
     /// A state whose WASI context holds nothing: no preopened directories, no environment, no
     /// arguments, no network, empty stdin. Only stdout/stderr (captured), clocks and randomness.
-    pub(crate) fn new(limits: &Limits, catalog: Option<Arc<Catalog>>) -> Self {
+    pub(crate) fn new(limits: &Limits, catalog: Option<Catalog>) -> Self {
         let stdout = CappedOutput::new(limits.max_output_bytes);
         let stderr = CappedOutput::new(limits.max_output_bytes);
         let wasi = WasiCtx::builder()
@@ -45,7 +45,7 @@ impl RunState {
             catalog,
             limits: limits.clone(),
             tool_calls: Vec::new(),
-            stopped_by: None,
+            deadline: None,
         }
     }
 }
@@ -53,7 +53,7 @@ impl RunState {
 impl RunState {
     /// Gives an unused state (of an instance made ahead of time) the limits and catalog of the
     /// run about to use it. False if its memory is already over the cap.
-    pub(crate) fn rearm(&mut self, limits: &Limits, catalog: Option<Arc<Catalog>>) -> bool {
+    pub(crate) fn rearm(&mut self, limits: &Limits, catalog: Option<Catalog>) -> bool {
         self.stdout.set_cap(limits.max_output_bytes);
         self.stderr.set_cap(limits.max_output_bytes);
         self.catalog = catalog;

@@ -16,7 +16,6 @@ use crate::engine::Engine;
 use crate::limits::Limits;
 use crate::state::RunState;
 use codecell_catalog::Catalog;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::Store;
@@ -39,13 +38,13 @@ impl Drop for Refilling {
 
 impl Engine {
     /// Takes the warm instance, armed for a run with `limits` and `catalog`, if there is one.
-    pub(crate) fn take_warm(&self, limits: &Limits, catalog: Option<Arc<Catalog>>) -> Option<Warm> {
+    pub(crate) fn take_warm(&self, limits: &Limits, catalog: Option<Catalog>) -> Option<Warm> {
         let mut warm = self.inner.warm.as_ref()?.lock().ok()?.take()?;
         if !warm.store.data_mut().rearm(limits, catalog) {
             // Its memory is already over this run's cap: let the caller instantiate afresh.
             return None;
         }
-        crate::run::arm(&mut warm.store, limits).ok()?;
+        crate::engine::arm(&mut warm.store, limits).ok()?;
         Some(warm)
     }
 

@@ -1,25 +1,34 @@
 //! `CodeMode`: the `execute_code` tool and the prompt that teaches a model to use it.
 
+use crate::error::Error;
 use crate::prompt;
 use codecell_catalog::{Catalog, ToolSpec};
-use codecell_engine::{Engine, EngineError, Limits, Outcome, Status};
+use codecell_engine::{Engine, Limits, Outcome};
 use serde_json::json;
-use std::sync::Arc;
 
-/// Code mode over one catalog: every `execute_code` runs in a fresh guest.
+/// Code mode over one catalog: every `execute_code` runs in a fresh guest. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct CodeMode {
     engine: Engine,
-    catalog: Arc<Catalog>,
+    catalog: Option<Catalog>,
     limits: Limits,
 }
 
 impl CodeMode {
     /// Code mode over `catalog`, with [`Limits::default`].
-    pub fn new(engine: Engine, catalog: Arc<Catalog>) -> Self {
+    pub fn new(engine: Engine, catalog: Catalog) -> Self {
         CodeMode {
             engine,
-            catalog,
+            catalog: Some(catalog),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Code mode with no tools: `ls`, `read` and `call_tool` raise in the guest.
+    pub fn without_tools(engine: Engine) -> Self {
+        CodeMode {
+            engine,
+            catalog: None,
             limits: Limits::default(),
         }
     }
@@ -36,20 +45,26 @@ impl CodeMode {
     }
 
     /// The catalog behind `ls`, `read` and `call_tool`.
-    pub fn catalog(&self) -> &Arc<Catalog> {
-        &self.catalog
+    pub fn catalog(&self) -> Option<&Catalog> {
+        self.catalog.as_ref()
+    }
+
+    /// The engine every run uses.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// Runs `code` in a fresh guest; guest errors and limits are in the [`Outcome`].
-    pub async fn execute_code(&self, code: &str) -> Result<Outcome, EngineError> {
-        self.engine
-            .run_snippet(code, Some(self.catalog.clone()), &self.limits)
-            .await
+    pub async fn execute_code(&self, code: &str) -> Result<Outcome, Error> {
+        Ok(self
+            .engine
+            .run_snippet(code, self.catalog.clone(), &self.limits)
+            .await?)
     }
 
     /// The system-prompt section that teaches a model the tree and `call_tool`.
     pub fn system_prompt(&self) -> String {
-        prompt::system_prompt(&self.catalog)
+        prompt::prompt(self.catalog.as_ref())
     }
 
     /// The `execute_code` tool definition to hand to the model (MCP field names).
@@ -76,7 +91,7 @@ impl CodeMode {
         if outcome.truncated {
             text.push_str("\n... (output truncated)");
         }
-        if let (true, Some(error)) = (outcome.status != Status::Ok, &outcome.error) {
+        if let Some(error) = outcome.error() {
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }

@@ -1,20 +1,21 @@
 //! `DynamicTools`: model-authored tools (the seed's `DynamicToolRegistry`) wired to the wasm
-//! engine. Policy and manifests live in `codecell-manifest`; this type only supplies the runner
-//! (a fresh guest per run) and makes dynamic tools usable as code-mode catalog handlers.
+//! engine. Policy, manifests and governance live in `codecell-manifest`'s [`Registry`], whose
+//! methods (`define`, `invoke`, `tools`, `versions`, `promote`, `activate`, `rollback`, …) a
+//! `DynamicTools` offers as its own; what this type adds is the runner (a fresh guest per run)
+//! and the bridge that makes dynamic tools code-mode catalog handlers.
 
 use crate::wasm_runner::WasmToolRunner;
 use codecell_catalog::{Catalog, CatalogError, Handler, HandlerError, HandlerFuture};
 use codecell_engine::{Engine, Limits};
 use codecell_manifest::{
-    DynamicToolError, Event, Manifest, Registry, RegistryOptions, RunError, RunFuture, Scope,
-    ToolRunner, VersionsReport,
+    DynamicToolError, Manifest, Registry, RegistryOptions, RunError, RunFuture, ToolRunner,
 };
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Dynamic tools over one store and session: define, invoke, govern, and hand to code mode.
-/// Cheap to clone; clones share the registry.
+/// Dynamic tools over one store and session: define, invoke, govern (the [`Registry`]'s methods,
+/// through `Deref`), and hand to code mode. Cheap to clone; clones share the registry.
 #[derive(Clone)]
 pub struct DynamicTools {
     registry: Arc<Registry>,
@@ -73,88 +74,6 @@ impl DynamicTools {
         Self::open_with_runner(options, Arc::new(NoEngine))
     }
 
-    /// The underlying registry, for operations not mirrored here.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// Validates a spec, smoke-tests it in a fresh guest and stores the session manifest.
-    pub async fn define(&self, spec: &Value) -> Result<Manifest, DynamicToolError> {
-        self.registry.define(spec).await
-    }
-
-    /// Resolves `name` (session > project > global) and runs that version with both schemas
-    /// enforced.
-    pub async fn invoke(&self, name: &str, args: &Value) -> Result<Value, DynamicToolError> {
-        self.registry.invoke(name, args).await
-    }
-
-    /// Runs exactly this version with both schemas enforced (no second resolution).
-    pub async fn invoke_manifest(
-        &self,
-        manifest: &Manifest,
-        args: &Value,
-    ) -> Result<Value, DynamicToolError> {
-        self.registry.invoke_manifest(manifest, args).await
-    }
-
-    /// The manifest `name` resolves to, if any.
-    pub fn get(&self, name: &str) -> Option<Manifest> {
-        self.registry.get(name)
-    }
-
-    /// Every tool that resolves, sorted by name.
-    pub fn tools(&self) -> Vec<Manifest> {
-        self.registry.tools()
-    }
-
-    /// Project/global versions (optionally of one name and one scope) with the audit events.
-    pub fn versions(&self, name: Option<&str>, scope: Option<Scope>) -> VersionsReport {
-        self.registry.versions(name, scope)
-    }
-
-    /// Promotes this session's tool to project or global scope; needs `approved` (or the
-    /// registry's approval callback).
-    pub fn promote(
-        &self,
-        name: &str,
-        scope: Scope,
-        approved: bool,
-    ) -> Result<Manifest, DynamicToolError> {
-        self.registry.promote(name, scope, approved)
-    }
-
-    /// Activates an existing project/global version; needs `approved`.
-    pub fn activate(
-        &self,
-        name: &str,
-        scope: Scope,
-        manifest_id: &str,
-        approved: bool,
-    ) -> Result<Manifest, DynamicToolError> {
-        self.registry.activate(name, scope, manifest_id, approved)
-    }
-
-    /// Re-activates the version active before the current one; needs `approved`.
-    pub fn rollback(
-        &self,
-        name: &str,
-        scope: Scope,
-        approved: bool,
-    ) -> Result<Manifest, DynamicToolError> {
-        self.registry.rollback(name, scope, approved)
-    }
-
-    /// The event appended by this session's last promote/activate/rollback.
-    pub fn last_audit_event(&self) -> Option<Event> {
-        self.registry.last_audit_event()
-    }
-
-    /// Corrupt, tampered, expired or torn files seen so far; they stay inert.
-    pub fn load_errors(&self) -> Vec<String> {
-        self.registry.load_errors()
-    }
-
     /// A catalog handler that resolves `name` at every call, so it always runs the version
     /// that is effective now.
     pub fn handler(&self, name: &str) -> Arc<dyn Handler> {
@@ -182,6 +101,14 @@ impl DynamicTools {
     /// Loads a catalog file whose `{"dynamic": name}` handlers are this store's tools.
     pub fn load_catalog(&self, path: &Path) -> Result<Catalog, CatalogError> {
         Catalog::from_file_with(path, &self.resolver())
+    }
+}
+
+impl std::ops::Deref for DynamicTools {
+    type Target = Registry;
+
+    fn deref(&self) -> &Registry {
+        &self.registry
     }
 }
 

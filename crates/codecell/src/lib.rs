@@ -1,7 +1,16 @@
-//! codecell: run untrusted, model-written Python tool code inside WebAssembly.
+#![doc = include_str!("../../../README.md")]
 //!
-//! [`CodeMode`] gives an agent one tool, `execute_code`: its Python runs in a fresh guest that
-//! can only browse the tool tree (`ls`, `read`) and call tools (`call_tool`), under [`Limits`].
+//! # The API at a glance
+//!
+//! - [`CodeMode`]: the `execute_code` tool over a [`Catalog`], its system prompt and its
+//!   rendering for the model; [`code_mode_from_tools`] builds one from an agent's own tools.
+//! - [`Engine`] (from [`Engine::builder`]) runs guests under [`Limits`]; every run ends in an
+//!   [`Outcome`] whose [`Failure`] says which exception or limit ended it.
+//! - [`Catalog`] (from [`Catalog::builder`] or [`Catalog::from_file`]) holds the tools a guest
+//!   can see and call, with a [`Handler`] each.
+//! - [`DynamicTools`]: model-authored tools in a store, validated by [`validate_dynamic_source`],
+//!   governed by approval-gated promotion, activation and rollback.
+//! - [`Error`]: everything that can fail on the host side.
 
 mod code_mode;
 mod dynamic;
@@ -12,25 +21,25 @@ mod wasm_runner;
 
 pub use code_mode::CodeMode;
 pub use dynamic::DynamicTools;
-pub use error::CodecellError;
+pub use error::Error;
 pub use prompt::system_prompt as system_prompt_for;
 pub use setup::{ToolDefinition, code_mode_from_tools};
 pub use wasm_runner::WasmToolRunner;
 
-/// The dynamic-tool source policy (`validate_dynamic_source`).
-pub use codecell_policy as policy;
-
-/// Manifests, canonical JSON, the store and the registry behind [`DynamicTools`].
-pub use codecell_manifest as manifest;
-pub use codecell_manifest::{
-    Approval, DynamicToolError, Manifest, RegistryOptions, RunError, Scope, ToolRunner,
-    VersionsReport,
-};
-
 pub use codecell_catalog::{
-    Catalog, CatalogBuilder, Handler, HandlerError, ToolSpec, async_handler_fn, handler_fn,
+    Catalog, CatalogBuilder, CatalogError, CommandHandler, Handler, HandlerError, HandlerFuture,
+    ToolSpec, async_handler_fn, handler_fn,
 };
 pub use codecell_engine::{
-    ALL_GUESTS, BUILD_COMMAND, Engine, EngineBuilder, EngineError, GuestError, GuestKind,
-    LimitKind, Limits, Outcome, Status, ToolCallRecord,
+    ALL_GUESTS, BUILD_COMMAND, Engine, EngineBuilder, EngineError, ErrorReport, Failure, GuestKind,
+    LimitKind, Limits, Outcome, Status, ToolCallRecord, ToolRun,
+};
+pub use codecell_manifest::canonical;
+pub use codecell_manifest::{
+    Approval, DynamicToolError, Event, Manifest, Operation, Registry, RegistryOptions, RunError,
+    RunFuture, Scope, ToolRunner, VersionsReport,
+};
+pub use codecell_policy::{
+    Options as PolicyOptions, Strictness, Validated, Violation, validate_dynamic_source,
+    validate_with,
 };

@@ -26,9 +26,14 @@ math, itertools, statistics, decimal, ...) is available.
 
 /// The code-mode system prompt for `catalog`.
 pub fn system_prompt(catalog: &Catalog) -> String {
+    prompt(Some(catalog))
+}
+
+/// The prompt, for a catalog or for a run with no tools (no categories listed).
+pub(crate) fn prompt(catalog: Option<&Catalog>) -> String {
     let mut text = String::from(PROMPT_HEAD);
     text.push_str("\nCategories available now:\n");
-    for category in catalog.categories() {
+    for category in catalog.into_iter().flat_map(Catalog::categories) {
         let _ = writeln!(
             text,
             "- `{}`: {} ({} tools)",

@@ -1,7 +1,7 @@
 //! Builds code mode from a plain list of tools and handlers (an agent's existing tools).
 
 use crate::code_mode::CodeMode;
-use crate::error::CodecellError;
+use crate::error::Error;
 use codecell_catalog::{Catalog, Handler, ToolSpec};
 use codecell_engine::Engine;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ pub fn code_mode_from_tools(
     engine: Engine,
     tools: Vec<ToolDefinition>,
     describe: impl Fn(&str) -> String,
-) -> Result<CodeMode, CodecellError> {
+) -> Result<CodeMode, Error> {
     let mut builder = Catalog::builder();
     let mut seen: Vec<String> = Vec::new();
     for tool in &tools {
@@ -35,5 +35,5 @@ pub fn code_mode_from_tools(
     for tool in tools {
         builder = builder.tool(&tool.category, tool.spec, tool.handler);
     }
-    Ok(CodeMode::new(engine, Arc::new(builder.build()?)))
+    Ok(CodeMode::new(engine, builder.build()?))
 }

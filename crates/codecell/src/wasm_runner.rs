@@ -3,7 +3,7 @@
 //! before anything starts, the result is bounded and parsed after, and every failure becomes a
 //! [`RunError`] (never a panic).
 
-use codecell_engine::{Engine, LimitKind, Limits, Outcome, Status};
+use codecell_engine::{Engine, Failure, Limits};
 use codecell_manifest::manifest::{MAX_INPUT_CHARS, MAX_OUTPUT_CHARS};
 use codecell_manifest::{Manifest, RunError, RunFuture, ToolRunner, canonical};
 use serde_json::{Value, json};
@@ -49,7 +49,7 @@ impl WasmToolRunner {
             )));
         }
         let args_json = canonical::to_string(args);
-        let (outcome, value) = self
+        let run = self
             .engine
             .run_tool(
                 &manifest.implementation,
@@ -59,13 +59,9 @@ impl WasmToolRunner {
             )
             .await
             .map_err(|e| RunError::Host(e.to_string()))?;
-        match (outcome.status, value) {
-            (Status::Ok, Some(text)) => parse_result(&text),
-            (Status::Ok, None) => Err(RunError::Host(
-                "the guest finished without returning a result".to_string(),
-            )),
-            (Status::Limit, _) => Err(RunError::Limit(limit_message(&outcome))),
-            (Status::Error, _) => Err(raised(&outcome)),
+        match run.result {
+            Ok(text) => parse_result(&text),
+            Err(failure) => Err(run_error(&failure)),
         }
     }
 }
@@ -88,29 +84,23 @@ fn parse_result(text: &str) -> Result<Value, RunError> {
     canonical::parse_exact(text).map_err(|e| RunError::InvalidOutput(e.to_string()))
 }
 
-fn limit_message(outcome: &Outcome) -> String {
-    let kind = outcome.limit.map_or("unknown", LimitKind::as_str);
-    match &outcome.error {
-        Some(error) => format!("{kind}: {}", error.message),
-        None => kind.to_string(),
+/// The registry's error for a run that ended without a result.
+fn run_error(failure: &Failure) -> RunError {
+    let report = failure.report();
+    if let Some(kind) = failure.limit() {
+        return RunError::Limit(format!("{}: {}", kind.as_str(), report.message));
     }
-}
-
-fn raised(outcome: &Outcome) -> RunError {
-    let Some(error) = &outcome.error else {
-        return RunError::Host("the guest failed without saying why".to_string());
-    };
-    if error.kind == "RuntimeError" && error.message.starts_with(GUEST_OUTPUT_LIMIT_PREFIX) {
-        return RunError::Limit(format!("output: {}", error.message));
+    if report.kind == "RuntimeError" && report.message.starts_with(GUEST_OUTPUT_LIMIT_PREFIX) {
+        return RunError::Limit(format!("output: {}", report.message));
     }
     // The last traceback frame tells the tool's author which line failed; the full traceback
     // stays out of the message so it remains short enough for a model to read.
-    let message = match last_frame(&error.traceback) {
-        Some(frame) => format!("{} ({frame})", error.message),
-        None => error.message.clone(),
+    let message = match last_frame(&report.traceback) {
+        Some(frame) => format!("{} ({frame})", report.message),
+        None => report.message.clone(),
     };
     RunError::Raised {
-        kind: error.kind.clone(),
+        kind: report.kind.clone(),
         message,
     }
 }

@@ -89,7 +89,7 @@ codecell_tests::for_each_guest! {
                 .run_snippet(&source, None, &limits)
                 .await
                 .expect("the host itself does not fail");
-            let same = outcome.status == Status::Ok && &outcome.stdout == expected;
+            let same = outcome.status() == Status::Ok && &outcome.stdout == expected;
             let known = GUEST == GuestKind::RustPython && source.lines().any(|l| l.starts_with(DIFFERS));
             listed += usize::from(known);
             match (same, known) {
@@ -99,10 +99,9 @@ codecell_tests::for_each_guest! {
                 )),
                 (false, false) => failures.push(format!(
                     "{name}: differs from python3\n--- python3\n{expected}--- {GUEST} ({:?}{})\n{}",
-                    outcome.status,
+                    outcome.status(),
                     outcome
-                        .error
-                        .as_ref()
+                        .error()
                         .map(|e| format!(": {}: {}", e.kind, e.message))
                         .unwrap_or_default(),
                     outcome.stdout

@@ -1,6 +1,7 @@
 //! `codecell tools`: the tree and the prompt exactly as the guest and the model will see them.
 
-use crate::exit::Failure;
+use crate::failure::Failure;
+use crate::out;
 use clap::{Args, Subcommand};
 use codecell::Catalog;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ pub struct CatalogArg {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum ToolsCommand {
+pub enum CatalogCommand {
     /// List a directory of the tree (default `tools/`).
     Ls {
         /// Directory path.
@@ -40,25 +41,25 @@ fn load(arg: &CatalogArg) -> Result<Catalog, Failure> {
     Catalog::from_file(&arg.tools).map_err(|e| Failure::input(e.to_string()))
 }
 
-pub fn run(cmd: ToolsCommand) -> Result<ExitCode, Failure> {
+pub fn run(cmd: CatalogCommand) -> Result<ExitCode, Failure> {
     match cmd {
-        ToolsCommand::Ls { path, catalog } => {
+        CatalogCommand::Ls { path, catalog } => {
             let path = path.unwrap_or_else(|| "tools/".to_string());
             let entries = load(&catalog)?
                 .ls(&path)
                 .map_err(|e| Failure::input(e.to_string()))?;
             for entry in entries {
-                println!("{entry}");
+                out::line(&entry)?;
             }
         }
-        ToolsCommand::Read { path, catalog } => {
+        CatalogCommand::Read { path, catalog } => {
             let text = load(&catalog)?
                 .read(&path)
                 .map_err(|e| Failure::input(e.to_string()))?;
-            print!("{text}");
+            out::stdout(&text)?;
         }
-        ToolsCommand::Prompt { catalog } => {
-            println!("{}", codecell::system_prompt_for(&load(&catalog)?));
+        CatalogCommand::Prompt { catalog } => {
+            out::line(&codecell::system_prompt_for(&load(&catalog)?))?;
         }
     }
     Ok(ExitCode::SUCCESS)

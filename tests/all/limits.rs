@@ -28,9 +28,9 @@ codecell_tests::for_each_guest! {
         let started = Instant::now();
         let outcome = run_with(GUEST, "while True:\n    pass", &l).await;
         let took = started.elapsed();
-        assert_eq!(outcome.status, Status::Limit, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Limit, "{outcome:#?}");
         assert!(matches!(
-            outcome.limit,
+            outcome.limit(),
             Some(LimitKind::Fuel | LimitKind::Deadline)
         ));
         assert!(took < l.deadline + Duration::from_secs(1), "took {took:?}");
@@ -44,7 +44,7 @@ codecell_tests::for_each_guest! {
         let started = Instant::now();
         let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
         let took = started.elapsed();
-        assert_eq!(outcome.limit, Some(LimitKind::Deadline), "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
         assert!(outcome.fuel_used > 10_000_000, "it ran: {}", outcome.fuel_used);
         assert!(took >= l.deadline, "took {took:?}");
         assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
@@ -61,7 +61,7 @@ codecell_tests::for_each_guest! {
             started.elapsed()
         });
         let outcome = run_with(GUEST, "while True:\n    pass", &l).await;
-        assert_eq!(outcome.limit, Some(LimitKind::Deadline), "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
         let woke = timer.await.expect("timer task");
         assert!(woke < Duration::from_millis(500), "the timer fired after {woke:?}");
     }
@@ -73,8 +73,8 @@ codecell_tests::for_each_guest! {
             ..limits()
         };
         let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
-        assert_eq!(outcome.limit, Some(LimitKind::Fuel), "{outcome:#?}");
-        assert_eq!(outcome.error.unwrap().kind, "OutOfFuel");
+        assert_eq!(outcome.limit(), Some(LimitKind::Fuel), "{outcome:#?}");
+        assert_eq!(outcome.error().cloned().unwrap().kind, "OutOfFuel");
         assert!(
             outcome.fuel_used >= 50_000_000 - 1_000,
             "fuel_used {}",
@@ -91,8 +91,8 @@ codecell_tests::for_each_guest! {
         let started = Instant::now();
         let outcome = run_with(GUEST, "import time\ntime.sleep(3600)", &l).await;
         let took = started.elapsed();
-        assert_eq!(outcome.status, Status::Limit, "{outcome:#?}");
-        assert_eq!(outcome.limit, Some(LimitKind::Deadline));
+        assert_eq!(outcome.status(), Status::Limit, "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline));
         assert!(took < Duration::from_secs(2), "took {took:?}");
     }
 
@@ -106,15 +106,15 @@ codecell_tests::for_each_guest! {
         let code = "import time\nwhile True:\n    call_tool('text', 'stats', text='x')";
         let started = Instant::now();
         let outcome = run_with(GUEST, code, &l).await;
-        assert_eq!(outcome.limit, Some(LimitKind::Deadline), "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 
     #[tokio::test]
     async fn one_large_allocation_hits_the_memory_cap() {
         let outcome = run(GUEST, "data = bytearray(2**30)\nprint(len(data))").await;
-        assert_eq!(outcome.status, Status::Limit, "{outcome:#?}");
-        assert_eq!(outcome.limit, Some(LimitKind::Memory));
+        assert_eq!(outcome.status(), Status::Limit, "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::Memory));
         assert!(outcome.stdout.is_empty());
     }
 
@@ -129,14 +129,14 @@ codecell_tests::for_each_guest! {
             &l,
         )
         .await;
-        assert_eq!(outcome.limit, Some(LimitKind::Memory), "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::Memory), "{outcome:#?}");
     }
 
     #[tokio::test]
     async fn a_guest_that_catches_memory_error_may_carry_on() {
         let code = "try:\n    b = bytearray(2**30)\nexcept MemoryError:\n    print('recovered')";
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         assert_eq!(outcome.stdout.trim(), "recovered");
     }
 
@@ -159,7 +159,7 @@ codecell_tests::for_each_guest! {
             "stdout is {} bytes",
             outcome.stdout.len()
         );
-        assert_eq!(outcome.limit, Some(LimitKind::Output));
+        assert_eq!(outcome.limit(), Some(LimitKind::Output));
     }
 
     #[tokio::test]
@@ -195,14 +195,14 @@ codecell_tests::for_each_guest! {
         let outcome = run(GUEST, "print('hello')").await;
         assert_eq!(outcome.stdout, "hello\n");
         assert!(!outcome.truncated);
-        assert_eq!(outcome.status, Status::Ok);
+        assert_eq!(outcome.status(), Status::Ok);
     }
 
     #[tokio::test]
     async fn a_million_tool_calls_hit_the_tool_call_limit() {
         let code = "for i in range(1_000_000):\n    try:\n        call_tool('units', 'nope')\n    except ToolError:\n        pass";
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.limit, Some(LimitKind::ToolCalls), "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::ToolCalls), "{outcome:#?}");
         assert_eq!(outcome.tool_calls.len(), limits().max_tool_calls as usize);
     }
 
@@ -214,7 +214,7 @@ codecell_tests::for_each_guest! {
         };
         let code = "n = 0\nfor i in range(10):\n    try:\n        call_tool('units', 'nope')\n    except BaseException:\n        n += 1\nprint('survived', n)";
         let outcome = run_with(GUEST, code, &l).await;
-        assert_eq!(outcome.limit, Some(LimitKind::ToolCalls), "{outcome:#?}");
+        assert_eq!(outcome.limit(), Some(LimitKind::ToolCalls), "{outcome:#?}");
         assert!(!outcome.stdout.contains("survived"));
     }
 
@@ -225,8 +225,8 @@ codecell_tests::for_each_guest! {
             ..limits()
         };
         let outcome = run_with(GUEST, "call_tool('text', 'stats', text='a' * 5000)", &l).await;
-        assert_eq!(outcome.status, Status::Error);
-        let error = outcome.error.unwrap();
+        assert_eq!(outcome.status(), Status::Error);
+        let error = outcome.error().cloned().unwrap();
         assert_eq!(error.kind, "ToolError");
         assert!(
             error.message.contains("over the limit"),
@@ -242,15 +242,15 @@ codecell_tests::for_each_guest! {
             ..limits()
         };
         let outcome = run_with(GUEST, "print(call_tool('text', 'stats', text='a b c'))", &l).await;
-        assert_eq!(outcome.error.unwrap().kind, "ToolError");
+        assert_eq!(outcome.error().cloned().unwrap().kind, "ToolError");
     }
 
     #[tokio::test]
     async fn deeply_nested_tool_arguments_are_refused() {
         let code = "v = []\nfor _ in range(10_000):\n    v = [v]\ncall_tool('text', 'stats', text=v)";
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Error, "{outcome:#?}");
-        assert!(outcome.error.is_some());
+        assert_eq!(outcome.status(), Status::Error, "{outcome:#?}");
+        assert!(outcome.error().is_some());
     }
 
     #[tokio::test]
@@ -262,7 +262,7 @@ codecell_tests::for_each_guest! {
         let code = "import sys\nprint(sys.getrecursionlimit())\ndef f(n):\n    return f(n + 1)\nf(0)";
         let outcome = run_with(GUEST, code, &l).await;
         assert_eq!(outcome.stdout.trim(), "100");
-        assert_eq!(outcome.error.unwrap().kind, "RecursionError");
+        assert_eq!(outcome.error().cloned().unwrap().kind, "RecursionError");
     }
 
     /// A memory cap below the guest's start-up heap refuses the run the same way whether its
@@ -280,12 +280,31 @@ codecell_tests::for_each_guest! {
             let result = codecell_tests::engine(GUEST)
                 .run_snippet("print('ran')", None, &tiny)
                 .await;
-            assert!(
-                result.is_err(),
-                "attempt {attempt}: a 1 MiB cap must refuse the instance: {result:?}"
-            );
+            // Regression (issue 10, class 9): this was a wasmtime message (exit 3 in the CLI).
+            match result {
+                Err(codecell::EngineError::MemoryCapTooSmall { cap, minimum }) => {
+                    assert_eq!(cap, 1 << 20);
+                    assert!(minimum > cap, "attempt {attempt}: minimum {minimum}");
+                }
+                other => panic!("attempt {attempt}: a 1 MiB cap must be refused as too small: {other:?}"),
+            }
         }
         let outcome = run(GUEST, "print('ok')").await;
         assert_eq!(outcome.stdout, "ok\n", "{outcome:#?}");
+    }
+
+    /// Regression (issue 10, class 9): fuel too small for the guest to start was a host failure
+    /// (a wasmtime message, exit 3), not the fuel limit.
+    #[tokio::test]
+    async fn fuel_too_small_to_start_is_the_fuel_limit() {
+        for fuel in [0, 1, 1000] {
+            let tiny = Limits { fuel, ..limits() };
+            let outcome = codecell_tests::engine(GUEST)
+                .run_snippet("print('ran')", None, &tiny)
+                .await
+                .expect("too little fuel is the run's ending, not a host failure");
+            assert_eq!(outcome.limit(), Some(LimitKind::Fuel), "fuel {fuel}: {outcome:#?}");
+            assert_eq!(outcome.stdout, "");
+        }
     }
 }

@@ -2,8 +2,7 @@
 //! → activate → rollback → versions, each asserting the JSON; ids checked against the seed's
 //! algorithm run by python3.
 
-mod common;
-use common::codecell;
+use crate::common::codecell;
 
 use serde_json::{Value, json};
 use std::io::Write;

@@ -41,7 +41,7 @@ print("bad:", bad)
 print(len(checks))
 "#;
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         assert_eq!(outcome.stdout, "bad: []\n24\n");
     }
 
@@ -74,8 +74,8 @@ print(f"{3.14159:.2f} {'x':>3}")
     #[tokio::test]
     async fn syntax_errors_are_reported_with_position() {
         let outcome = run(GUEST, "def broken(:\n    pass").await;
-        assert_eq!(outcome.status, Status::Error);
-        let error = outcome.error.unwrap();
+        assert_eq!(outcome.status(), Status::Error);
+        let error = outcome.error().cloned().unwrap();
         assert_eq!(error.kind, "SyntaxError");
         assert!(error.traceback.contains("line 1"), "{}", error.traceback);
     }

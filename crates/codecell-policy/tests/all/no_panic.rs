@@ -1,8 +1,6 @@
 //! No input makes the validator panic or overflow the stack: random text, mutations of the
 //! corpus, and deep nesting, run on a thread with a small (512 KiB) stack.
 
-mod common;
-
 use codecell_policy::{Options, Strictness, validate_dynamic_source, validate_with};
 use proptest::prelude::*;
 
@@ -63,7 +61,7 @@ fn deep_nesting_does_not_overflow() {
 #[test]
 fn corpus_mutations_do_not_panic() {
     on_small_stack(|| {
-        let cases = common::corpus();
+        let cases = crate::common::corpus();
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = move || {
             state ^= state << 13;

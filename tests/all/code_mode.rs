@@ -12,7 +12,7 @@ codecell_tests::for_each_guest! {
     async fn demo_snippet_lists_reads_and_calls_tools() {
         let code = std::fs::read_to_string(fixture("snippets/demo.py")).unwrap();
         let outcome = run(GUEST, &code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         assert!(
             outcome
                 .stdout
@@ -45,7 +45,7 @@ codecell_tests::for_each_guest! {
     async fn tool_errors_are_catchable_exceptions() {
         let code = std::fs::read_to_string(fixture("snippets/errors.py")).unwrap();
         let outcome = run(GUEST, &code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         assert!(outcome.stdout.contains("refused:"), "{}", outcome.stdout);
         assert!(outcome.stdout.contains("unknown:"), "{}", outcome.stdout);
         assert_eq!(outcome.tool_calls.len(), 2);
@@ -55,8 +55,8 @@ codecell_tests::for_each_guest! {
     #[tokio::test]
     async fn uncaught_tool_error_is_an_error_with_traceback() {
         let outcome = run(GUEST, "call_tool('units', 'convert', value=1)").await;
-        assert_eq!(outcome.status, Status::Error);
-        let error = outcome.error.expect("error");
+        assert_eq!(outcome.status(), Status::Error);
+        let error = outcome.error().cloned().expect("error");
         assert_eq!(error.kind, "ToolError");
         assert!(error.traceback.contains("<snippet>"), "{}", error.traceback);
         assert!(
@@ -77,7 +77,7 @@ print(top_words("b a b c b a", limit=2))
 print(stats.__doc__.splitlines()[0])
 "#;
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         let lines: Vec<&str> = outcome.stdout.lines().collect();
         assert!(
             lines[0].contains("text: str") && lines[0].contains("limit: int = 5"),
@@ -96,8 +96,8 @@ print(stats.__doc__.splitlines()[0])
     async fn arguments_are_checked_against_the_schema_before_the_handler() {
         let outcome =
             run(GUEST, "call_tool('units', 'convert', value=1, from_unit='C', to_unit='parsec')").await;
-        assert_eq!(outcome.status, Status::Error);
-        let error = outcome.error.unwrap();
+        assert_eq!(outcome.status(), Status::Error);
+        let error = outcome.error().cloned().unwrap();
         assert_eq!(error.kind, "ToolError");
         assert!(error.message.contains("parsec"), "{}", error.message);
     }
@@ -105,7 +105,7 @@ print(stats.__doc__.splitlines()[0])
     #[tokio::test]
     async fn each_run_is_fresh() {
         let first = run(GUEST, "import json\njson.marker = 1\nx = 41\nprint('set')").await;
-        assert_eq!(first.status, Status::Ok);
+        assert_eq!(first.status(), Status::Ok);
         let second = run(GUEST, "import json\nprint(hasattr(json, 'marker'), 'x' in globals())").await;
         assert_eq!(second.stdout.trim(), "False False");
     }
@@ -114,7 +114,7 @@ print(stats.__doc__.splitlines()[0])
     async fn random_is_reseeded_per_run() {
         let a = run(GUEST, "import random; print(random.random())").await;
         let b = run(GUEST, "import random; print(random.random())").await;
-        assert_eq!(a.status, Status::Ok);
+        assert_eq!(a.status(), Status::Ok);
         assert_ne!(a.stdout, b.stdout, "two runs drew the same random number");
     }
 
@@ -200,7 +200,7 @@ print(stats.__doc__.splitlines()[0])
         for h in handles {
             let (i, outcome) = h.await.unwrap();
             let outcome = outcome.expect("a queued run is not an engine error");
-            assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+            assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
             assert_eq!(outcome.stdout, format!("False {i}\n"));
         }
     }

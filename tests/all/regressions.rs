@@ -11,7 +11,7 @@ codecell_tests::for_each_guest! {
     async fn nested_tool_arguments_do_not_overflow_the_native_stack() {
         let code = "v = []\nfor _ in range(10_000):\n    v = [v]\ntry:\n    call_tool('text', 'stats', text=v)\nexcept ToolError as e:\n    print('refused')";
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         assert_eq!(outcome.stdout, "refused\n");
     }
 
@@ -23,8 +23,8 @@ codecell_tests::for_each_guest! {
         let code = "import json\nv = []\nfor _ in range(20_000):\n    v = [v]\ntry:\n    json.dumps(v)\nexcept RecursionError:\n    print('RecursionError')";
         let outcome = run(GUEST, code).await;
         if GUEST == GuestKind::RustPython {
-            assert_eq!(outcome.status, Status::Error, "{outcome:#?}");
-            assert_eq!(outcome.error.unwrap().kind, "StackOverflow");
+            assert_eq!(outcome.status(), Status::Error, "{outcome:#?}");
+            assert_eq!(outcome.error().cloned().unwrap().kind, "StackOverflow");
             return;
         }
         assert_eq!(outcome.stdout, "RecursionError\n", "{outcome:#?}");
@@ -42,10 +42,10 @@ codecell_tests::for_each_guest! {
         };
         let outcome = run(GUEST, code).await;
         assert_eq!(
-            outcome.limit,
+            outcome.limit(),
             Some(LimitKind::Output),
             "{:?}",
-            outcome.error
+            outcome.error()
         );
         assert!(outcome.truncated);
         assert_eq!(outcome.stdout.len(), 10_000);
@@ -64,7 +64,7 @@ codecell_tests::for_each_guest! {
     #[tokio::test]
     async fn tracebacks_hold_only_user_frames() {
         let outcome = run(GUEST, "def f():\n    call_tool('units', 'convert')\nf()").await;
-        let tb = outcome.error.expect("error").traceback;
+        let tb = outcome.error().cloned().expect("error").traceback;
         assert!(tb.contains("File \"<snippet>\", line 2, in f"), "{tb}");
         assert!(!tb.contains(".py\""), "guest files leak: {tb}");
         assert!(tb.contains("codecell.ToolError"), "{tb}");
@@ -78,7 +78,7 @@ codecell_tests::for_each_guest! {
             ..Limits::default()
         };
         let outcome = run_with(GUEST, "print('before')\nwhile True:\n    pass", &limits).await;
-        assert_eq!(outcome.status, Status::Limit);
+        assert_eq!(outcome.status(), Status::Limit);
         assert_eq!(outcome.stdout, "before\n");
     }
 
@@ -97,9 +97,9 @@ except FileNotFoundError:
 raise ValueError("bad \ud800 value")
 "#;
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Error, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Error, "{outcome:#?}");
         assert_eq!(outcome.stdout, "2\nnot found\n");
-        let error = outcome.error.unwrap();
+        let error = outcome.error().cloned().unwrap();
         assert_eq!(error.kind, "ValueError");
         assert_eq!(error.message, "bad \u{fffd} value");
     }
@@ -122,7 +122,7 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
         print("ToolError", "not JSON" in str(e))
 "#;
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         assert_eq!(
             outcome.stdout,
             "{'count': 2, 'word': 'b'}\n".to_string() + &"ToolError True\n".repeat(5)
@@ -172,7 +172,7 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
         let code = "import random\nprint(random.Random().random(), random.Random().getrandbits(64))";
         let a = run(GUEST, code).await;
         let b = run(GUEST, code).await;
-        assert_eq!(a.status, Status::Ok, "{a:#?}");
+        assert_eq!(a.status(), Status::Ok, "{a:#?}");
         assert_ne!(a.stdout, b.stdout, "two runs' Random() drew the same numbers");
     }
 
@@ -183,7 +183,7 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
         let code = "import sys\nprint(sys.exc_info() == (None, None, None), \
                     hasattr(sys, 'last_value'), sys.getrecursionlimit())";
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         let limit = Limits::default().recursion_limit;
         assert_eq!(outcome.stdout, format!("True False {limit}\n"));
     }
@@ -230,7 +230,7 @@ escapes = "a \"b\" \\ c\n\x01\x1f\t\u00e9\U0001F600 x"
 print(call_tool("text", "stats", text=escapes)["characters"] == len(escapes) == 17)
 "#;
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         let expected = "\
 TypeError: call_tool() missing 2 required positional arguments: 'category' and 'name'
 TypeError: call_tool() missing 1 required positional argument: 'name'
@@ -273,7 +273,7 @@ except ToolError as e:
     print("second refused as circular:", "Circular" in str(e))
 "#;
         let outcome = run(GUEST, code).await;
-        assert_eq!(outcome.status, Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         // The second call reaches the host, which refuses the unknown `extra` argument.
         assert_eq!(
             outcome.stdout,

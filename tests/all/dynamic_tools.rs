@@ -2,10 +2,9 @@
 //! guest's restricted builtins and import guard, limits, and a code-mode snippet calling a
 //! dynamic tool through a catalog.
 
-use codecell::manifest::canonical;
 use codecell::{
     Catalog, CodeMode, DynamicToolError, DynamicTools, GuestKind, Limits, Manifest,
-    RegistryOptions, RunError, Status, ToolRunner, ToolSpec, WasmToolRunner,
+    RegistryOptions, RunError, Status, ToolRunner, ToolSpec, WasmToolRunner, canonical,
 };
 use codecell_tests::engine;
 use serde_json::{Value, json};
@@ -31,7 +30,7 @@ struct Counting {
 }
 
 impl ToolRunner for Counting {
-    fn run<'a>(&'a self, m: &'a Manifest, args: &'a Value) -> codecell::manifest::RunFuture<'a> {
+    fn run<'a>(&'a self, m: &'a Manifest, args: &'a Value) -> codecell::RunFuture<'a> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         self.inner.run(m, args)
     }
@@ -217,7 +216,7 @@ codecell_tests::for_each_guest! {
             let spec = spec(name, imports, body, any_object());
             let source = spec["implementation"].as_str().unwrap();
             assert!(
-                codecell::policy::validate_dynamic_source(source).is_ok(),
+                codecell::validate_dynamic_source(source).is_ok(),
                 "{name} must pass the validator for this test to mean anything"
             );
             let err = tools.define(&spec).await.unwrap_err();
@@ -318,7 +317,7 @@ codecell_tests::for_each_guest! {
             &tools.resolver(),
         )
         .expect("catalog resolves the dynamic handler");
-        let code_mode = CodeMode::new(engine(GUEST), Arc::new(catalog));
+        let code_mode = CodeMode::new(engine(GUEST), catalog);
         let snippet = "\
 from tools.text import word_frequency
 r = call_tool('text', 'word_frequency', text='b a b c b a', top=2)
@@ -330,7 +329,7 @@ except ToolError as e:
     print('refused:', e)
     ";
         let outcome = code_mode.execute_code(snippet).await.expect("run");
-        assert_eq!(outcome.status, Status::Ok, "{outcome:?}");
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:?}");
         let lines: Vec<&str> = outcome.stdout.lines().collect();
         assert_eq!(
             lines[0],
@@ -379,7 +378,7 @@ except ToolError as e:
             .tool("dyn", tool_spec, tools.handler("answer"))
             .build()
             .unwrap();
-        let code_mode = CodeMode::new(engine(GUEST), Arc::new(catalog));
+        let code_mode = CodeMode::new(engine(GUEST), catalog);
         let outcome = code_mode
             .execute_code("print(call_tool('dyn', 'answer', n=1))")
             .await

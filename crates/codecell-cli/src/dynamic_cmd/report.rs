@@ -1,9 +1,9 @@
 //! What `codecell tool` prints: one JSON object with `"ok"` (and the store's `load_errors`), or
 //! a few lines for people. Refusals carry a stable `kind` so scripts need not parse messages.
 
-use codecell::manifest::canonical;
-use codecell::manifest::event_log::Event;
-use codecell::{DynamicToolError, Manifest, VersionsReport};
+use crate::failure::Failure;
+use crate::out;
+use codecell::{DynamicToolError, Event, Manifest, VersionsReport, canonical};
 use serde_json::{Value, json};
 
 /// A successful command's output, in both forms.
@@ -14,27 +14,31 @@ pub struct Report {
 
 impl Report {
     /// Prints the report on stdout; load errors go in the object, or to stderr as warnings.
-    pub fn print(mut self, as_json: bool, load_errors: &[String]) {
+    pub fn print(mut self, as_json: bool, load_errors: &[String]) -> Result<(), Failure> {
         if as_json {
             self.json["load_errors"] = json!(load_errors);
-            println!("{}", canonical::to_string(&self.json));
+            out::line(&canonical::to_string(&self.json))
         } else {
-            println!("{}", self.human.trim_end());
+            out::line(&out::guest_stdout(self.human.trim_end()))?;
             for error in load_errors {
-                eprintln!("codecell: warning: {error}");
+                out::stderr(&format!(
+                    "codecell: warning: {}\n",
+                    out::guest_stderr(error)
+                ));
             }
+            Ok(())
         }
     }
 }
 
 /// Prints `{"ok": false, "error": {"kind", "message"}, "load_errors"}`.
-pub fn print_refusal(kind: &str, message: &str, load_errors: &[String]) {
+pub fn print_refusal(kind: &str, message: &str, load_errors: &[String]) -> Result<(), Failure> {
     let value = json!({
         "ok": false,
         "error": {"kind": kind, "message": message},
         "load_errors": load_errors,
     });
-    println!("{}", canonical::to_string(&value));
+    out::line(&canonical::to_string(&value))
 }
 
 /// After `define`: the manifest record exactly as stored.

@@ -1,7 +1,6 @@
 //! The CLI contract, run as a process: flags, the `--json` object and the exit codes.
 
-mod common;
-use common::codecell;
+use crate::common::codecell;
 
 use serde_json::Value;
 use std::process::Output;
@@ -237,4 +236,55 @@ fn validate_reports_imports_or_the_violation() {
     assert!(v["message"].as_str().unwrap().contains("eval"));
     let out = codecell(&["validate", "-"], bad);
     assert!(String::from_utf8_lossy(&out.stdout).contains("-:2:12: banned_call"));
+}
+
+/// Regression (issue 10, class 12): `codecell run … | head -1` panicked ("failed printing to
+/// stdout: Broken pipe", exit 101). A closed pipe now ends the command quietly with 141.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::io::Read;
+    // More than a pipe's buffer (64 KiB), so the writer is still writing when the reader goes.
+    let snippet = "for i in range(30000):\n    print('line', i)";
+    for args in [
+        vec!["run", "-", "--max-output-bytes", "1000000"],
+        vec!["run", "-", "--max-output-bytes", "1000000", "--json"],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codecell"))
+            .args(&args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("codecell starts");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(snippet.as_bytes()).unwrap();
+        }
+        // Read one byte, then hang up, as `head -c1` does.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        let _ = stdout.read(&mut first);
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: nothing is printed: {stderr}");
+    }
+}
+
+/// Regression (issue 10, class 9): `--memory-mb 1` exited 3 with a wasmtime message; a cap below
+/// what the guest needs is bad input, and the message names the minimum.
+#[test]
+fn a_memory_cap_below_the_guest_minimum_is_bad_input() {
+    for guest in guests() {
+        let out = codecell(
+            &["run", "-", "--guest", guest, "--memory-mb", "1"],
+            "print(1)",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{guest}: {stderr}");
+        assert!(stderr.contains("needs to start"), "{guest}: {stderr}");
+    }
 }

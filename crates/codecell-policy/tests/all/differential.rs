@@ -3,13 +3,11 @@
 //! import roots and positions must agree; for syntax errors only the rule is compared, since
 //! CPython and rustpython point at different tokens.
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use crate::common::{Expected, corpus};
 use codecell_policy::{RuleId, validate_dynamic_source};
-use common::{Expected, corpus};
 use serde_json::{Value, json};
 
 fn python3() -> Command {

@@ -1,9 +1,7 @@
 //! Every corpus source gets exactly the verdict (and import roots) recorded for the seed.
 
-mod common;
-
+use crate::common::{Expected, corpus};
 use codecell_policy::validate_dynamic_source;
-use common::{Expected, corpus};
 
 #[test]
 fn corpus_is_broad() {

@@ -1,0 +1,5 @@
+//! The `codecell` command's contract, run as a process: one test binary, a module per command.
+
+mod common;
+mod dynamic;
+mod run;
