@@ -4,7 +4,9 @@
 //!
 //! Everything the program starts goes with it: it runs in its own process group on Unix (a job
 //! object on Windows), and the whole group is killed when the call ends, however it ends — so a
-//! grandchild (`sh -c 'sleep 60 & …'`) neither outlives the call nor keeps its pipes open. A
+//! grandchild (`sh -c 'sleep 60 & …'`) neither outlives the call nor keeps its pipes open. The
+//! call ends when the program itself exits: output a background process would write later is
+//! not waited for. A
 //! program that leaves the group on purpose (`setsid`, a double-forking daemon) is out of reach
 //! on Unix; that needs an OS sandbox, which codecell does not use.
 //!
@@ -166,8 +168,7 @@ impl CommandHandler {
                 exited
             )
         };
-        // One deadline for the whole call: output and exit together, not a timeout each. On
-        // every early return `group` is dropped, which kills the program and all it started.
+        // On every early return `group` is dropped, which kills the program and all it started.
         let (out, err, status) = match tokio::time::timeout_at(deadline, work).await {
             Ok(Ok(((), out, err, status))) => (out, err, status),
             Ok(Err(Stop::Overflow)) => {
