@@ -204,4 +204,82 @@ print(stats.__doc__.splitlines()[0])
             assert_eq!(outcome.stdout, format!("False {i}\n"));
         }
     }
+
+    /// Regression (issue 10, class 5): the result-size limit skipped error texts, so a tool's
+    /// 3 MB error message reached the guest whole as a `ToolError`.
+    #[tokio::test]
+    async fn a_tool_error_message_is_held_to_the_result_limit() {
+        let loud = ToolDefinition {
+            category: "misc".into(),
+            spec: ToolSpec::new("loud", "Fails at length.", json!({"type": "object"})),
+            handler: handler_fn(|_| Err(HandlerError::new("e".repeat(3 << 20)))),
+        };
+        let mode = code_mode_from_tools(engine(GUEST), vec![loud], |_| "misc".into())
+            .unwrap()
+            .with_limits(codecell::Limits {
+                max_tool_result_bytes: 4096,
+                ..codecell::Limits::default()
+            });
+        let outcome = mode
+            .execute_code("try:\n    call_tool('misc', 'loud')\nexcept ToolError as e:\n    print(len(str(e)))")
+            .await
+            .unwrap();
+        let length: usize = outcome.stdout.trim().parse().expect("a length");
+        assert!(length <= 4096, "{length} characters reached the guest");
+        assert!(outcome.tool_calls[0].result_bytes <= 4096);
+    }
+
+    /// Regression (issue 10, class 1): a call record kept the names the guest gave, however long.
+    #[tokio::test]
+    async fn an_over_long_tool_name_is_refused_and_recorded_clipped() {
+        let outcome = run(
+            GUEST,
+            "try:\n    call_tool('c' * 100_000, 'n' * 100_000)\nexcept ToolError as e:\n    print(e)",
+        )
+        .await;
+        assert!(outcome.stdout.contains("over the limit"), "{outcome:#?}");
+        let record = &outcome.tool_calls[0];
+        assert!(!record.ok);
+        assert!(record.category.len() <= codecell_catalog::MAX_NAME_BYTES);
+        assert!(record.name.len() <= codecell_catalog::MAX_NAME_BYTES);
+    }
+}
+
+/// Both guests' `call_tool` (the shared Python one, and RustPython's native twin) refuse the
+/// same calls with the same errors and return the same values.
+#[tokio::test]
+async fn call_tool_implementations_agree() {
+    let code = r#"
+cases = [
+    lambda: call_tool(),
+    lambda: call_tool("text"),
+    lambda: call_tool("text", "stats", "extra"),
+    lambda: call_tool(1, "stats"),
+    lambda: call_tool("text", 2),
+    lambda: call_tool("nope", "stats"),
+    lambda: call_tool("text", "nope"),
+    lambda: call_tool("text", "stats", text=5),
+    lambda: call_tool("text", "stats", text="Hi. Bye."),
+    lambda: call_tool("text", "stats.py", text="one"),
+]
+for case in cases:
+    try:
+        print("ok", case())
+    except BaseException as e:
+        print(type(e).__name__, e)
+for bad in (object(), float("nan"), {1j: 2}):
+    try:
+        call_tool("text", "stats", text=bad)
+    except BaseException as e:
+        print(type(e).__name__, str(e).split(":")[0])
+"#;
+    let mut seen = Vec::new();
+    for guest in codecell::ALL_GUESTS {
+        let outcome = run(guest, code).await;
+        assert!(outcome.is_ok(), "{guest}: {outcome:#?}");
+        seen.push((guest, outcome.stdout));
+    }
+    for (guest, stdout) in &seen[1..] {
+        assert_eq!(stdout, &seen[0].1, "{guest} differs from {}", seen[0].0);
+    }
 }

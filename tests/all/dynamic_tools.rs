@@ -295,6 +295,28 @@ codecell_tests::for_each_guest! {
         }
     }
 
+    /// Regression (issue 16, item 6): the guest's output limit was recognised by the prefix of
+    /// a RuntimeError's message, so a tool raising that text was reported as a limit; and the
+    /// failing line was parsed out of traceback text. Both are fields now.
+    #[tokio::test]
+    async fn a_limit_is_a_field_not_a_message_and_so_is_the_failing_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = open(GUEST, dir.path());
+        let fake = spec(
+            "fake_limit",
+            "",
+            "    raise RuntimeError(\"dynamic tool output exceeds 1000000 characters\")",
+            any_object(),
+        );
+        match tools.define(&fake).await.unwrap_err() {
+            DynamicToolError::SmokeRun(RunError::Raised { kind, message }) => {
+                assert_eq!(kind, "RuntimeError");
+                assert!(message.ends_with("(line 3)"), "{message}");
+            }
+            other => panic!("a raised RuntimeError, not {other}"),
+        }
+    }
+
     fn catalog_text(tool: &str) -> String {
         json!({"categories": [{"name": "text", "description": "Text tools written by a model.", "tools": [{
             "name": tool,

@@ -91,6 +91,8 @@ def read(path: str) -> str:
 
 def call_tool(category: str, name: str, /, **kwargs):
     """Calls tool `name` of `category` with keyword arguments; returns its JSON result as Python values."""
+    # The RustPython guest replaces this with a native twin (`ToolCaller`, rustpython/src/native.rs);
+    # `call_tool_implementations_agree` in tests/all/code_mode.rs keeps their checks and errors equal.
     if not isinstance(category, str) or not isinstance(name, str):
         raise TypeError("call_tool(category, name, **kwargs): category and name must be str")
     try:

@@ -14,15 +14,20 @@ Everything that differs between the guests is in the module `_codecell_binding` 
 - `write(fd, data)`: writes all of `data` (bytes) to fd 1 or 2; true if the stream took it;
 - `byte_buffer(fd)`: the `.buffer` of the new sys.stdout (fd 1) or sys.stderr (fd 2);
 - `set_std_streams(stdout, stderr)`: installs them;
-- `recursion_limit(options)`: the limit out of what the runtime passes as `options`;
+- `run_limits(options)`: `(recursion_limit, max_message_chars, max_traceback_chars,
+  max_result_chars)` out of what the runtime passes as `options`;
 - `WARM_UP_OPTIONS`: an `options` value for the build-time warm-up runs (see `_warm_up`);
-- `snippet_result(failure)`, `tool_result(ok, value)`: what the export gives its runtime, from
-  None or a failure, and from (True, canonical JSON) or (False, failure); a failure is the
-  `(kind, message, traceback)` tuple of _codecell_failure;
+- `snippet_result(failure)`, `tool_result(ok, value)`, `tool_too_large(chars)`: what the export
+  gives its runtime, from None or a failure, from (True, canonical JSON) or (False, failure), and
+  for a result over `max_result_chars`; a failure is the `(kind, message, traceback, line)` tuple
+  of _codecell_failure;
 - optionally `encode_args(kwargs)` and `decode_result(text)`: native JSON codecs for tool calls,
   raising what `json` would (TypeError, ValueError); the stdlib's json is used without them;
 - optionally `native_call_tool(ToolError)`: a native replacement for `_codecell_api.call_tool`
   with the same checks and errors.
+
+`_codecell_binding_interface.Binding` declares the same names; a binding that lacks one fails
+the guest's build, not a run.
 
 Each run happens in a fresh instance, so nothing a run does survives it. Every exception is
 caught here: one escaping would trap the instance (CPython) or lose the user's traceback.
@@ -35,23 +40,33 @@ import sys
 
 import _codecell_api
 import _codecell_binding as _binding
+import _codecell_binding_interface
 import _codecell_preload  # noqa: F401  (stdlib modules must be imported before the snapshot)
 import _codecell_stdio
 import _codecell_stub_importer
 import restricted
-from _codecell_failure import to_failure
+from _codecell_failure import Clip, to_failure
+
+_codecell_binding_interface.check(_binding)
 
 CODECELL = _codecell_api.install()
 _codecell_stub_importer.install()
 _codecell_stdio.install()
 
 
-def _prepare(options) -> None:
+def _prepare(options) -> tuple:
+    """Sets the run up; gives its failure clip and its result limit."""
     # The snapshot fixed the generator's state at build time: every run must draw new numbers.
     # Seed from os.urandom (WASI random, fresh per run) rather than `random.seed()`: RustPython
     # seeds from a Rust thread-local generator whose state is itself part of the snapshot.
     random.seed(int.from_bytes(os.urandom(32), "big"))
-    sys.setrecursionlimit(max(50, int(_binding.recursion_limit(options))))
+    recursion, message, traceback, result = _binding.run_limits(options)
+    sys.setrecursionlimit(max(50, int(recursion)))
+    return Clip(message, traceback), int(result)
+
+
+# Until a run's own options are read: what a failure in `_prepare` itself is clipped to.
+_DEFAULT_CLIP = Clip(4096, 8192)
 
 
 def _flush() -> None:
@@ -74,28 +89,33 @@ def _snippet_globals() -> dict:
 
 
 def run_snippet(code, options):
-    """Runs a snippet; its failure, if any, is the (kind, message, traceback) of the exception."""
+    """Runs a snippet; its failure, if any, is the (kind, message, traceback, line) of the exception."""
     failure = None
+    clip = _DEFAULT_CLIP
     try:
-        _prepare(options)
+        clip, _ = _prepare(options)
         exec(compile(code, "<snippet>", "exec"), _snippet_globals())
     except SystemExit as e:
         if e.code not in (None, 0):
-            failure = to_failure(e)
+            failure = to_failure(e, clip)
     except BaseException as e:
-        failure = to_failure(e)
+        failure = to_failure(e, clip)
     _flush()
     return _binding.snippet_result(failure)
 
 
 def run_tool(source, imports, args_json, options):
-    """Runs a dynamic tool's `execute(args)`; gives canonical JSON or the failure."""
+    """Runs a dynamic tool's `execute(args)`; gives canonical JSON, the failure, or the size of
+    a result over the run's limit."""
+    clip = _DEFAULT_CLIP
     try:
-        _prepare(options)
-        outcome = (True, restricted.run_tool(source, imports, args_json))
+        clip, max_result = _prepare(options)
+        encoded = restricted.run_tool(source, imports, args_json)
     except BaseException as e:
-        outcome = (False, to_failure(e))
-    return _binding.tool_result(*outcome)
+        return _binding.tool_result(False, to_failure(e, clip))
+    if len(encoded) > max_result:
+        return _binding.tool_too_large(len(encoded))
+    return _binding.tool_result(True, encoded)
 
 
 # Runs made before the snapshot, with output going nowhere: an error snippet (tracebacks), a

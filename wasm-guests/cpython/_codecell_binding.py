@@ -11,7 +11,12 @@ import sys
 
 from componentize_py_types import Err
 from wit_world.imports import host
-from wit_world.imports.types import Failure, RunOptions
+from wit_world.imports.types import (
+    Failure,
+    RunOptions,
+    ToolFailure_Raised,
+    ToolFailure_ResultTooLarge,
+)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -74,28 +79,44 @@ def set_std_streams(stdout, stderr):
     sys.stderr = stderr
 
 
-def recursion_limit(options):
-    return options.recursion_limit
+def run_limits(options):
+    return (
+        options.recursion_limit,
+        options.max_message_chars,
+        options.max_traceback_chars,
+        options.max_result_chars,
+    )
 
 
-WARM_UP_OPTIONS = RunOptions(recursion_limit=1000)
+WARM_UP_OPTIONS = RunOptions(
+    recursion_limit=1000, max_message_chars=4096, max_traceback_chars=8192, max_result_chars=1 << 20
+)
 
 
-def _error(failure) -> Err:
+def _failure(failure) -> Failure:
     try:
-        kind, message, traceback = failure
-        return Err(Failure(kind=_wit_str(kind), message=_wit_str(message), traceback=_wit_str(traceback)))
+        kind, message, traceback, line = failure
+        return Failure(
+            kind=_wit_str(kind),
+            message=_wit_str(message),
+            traceback=_wit_str(traceback),
+            line=line,
+        )
     except BaseException:
         # Last resort, e.g. MemoryError while building the record.
-        return Err(Failure(kind="MemoryError", message="", traceback=""))
+        return Failure(kind="MemoryError", message="", traceback="", line=None)
 
 
 def snippet_result(failure):
     if failure is not None:
-        raise _error(failure)
+        raise Err(_failure(failure))
 
 
 def tool_result(ok, value):
     if ok:
         return _wit_str(value)
-    raise _error(value)
+    raise Err(ToolFailure_Raised(_failure(value)))
+
+
+def tool_too_large(chars):
+    raise Err(ToolFailure_ResultTooLarge(chars))

@@ -18,7 +18,7 @@
 //! bytes ([`MAX_REPORT_KIND_BYTES`], [`MAX_REPORT_MESSAGE_BYTES`], [`MAX_REPORT_TRACEBACK_BYTES`]),
 //! and marks the outcome truncated when it had to.
 
-use crate::bindings::Failure as GuestFailure;
+use crate::bindings::{Failure as GuestFailure, ToolFailure};
 use crate::limits::Limits;
 use crate::outcome::{ErrorReport, Failure, LimitKind};
 use wasmtime::Trap;
@@ -46,10 +46,33 @@ pub const MAX_REPORT_MESSAGE_BYTES: usize = 4 * REPORT_MESSAGE_CHARS as usize;
 /// Bytes of a traceback the host keeps.
 pub const MAX_REPORT_TRACEBACK_BYTES: usize = 4 * REPORT_TRACEBACK_CHARS as usize;
 
+/// Why an export returned no value, as the guest tells it.
+pub(crate) enum GuestEnd {
+    /// The code raised.
+    Raised(GuestFailure),
+    /// A dynamic tool's result has this many characters, over the run's limit.
+    ResultTooLarge(u64),
+}
+
+impl From<GuestFailure> for GuestEnd {
+    fn from(failure: GuestFailure) -> Self {
+        GuestEnd::Raised(failure)
+    }
+}
+
+impl From<ToolFailure> for GuestEnd {
+    fn from(failure: ToolFailure) -> Self {
+        match failure {
+            ToolFailure::Raised(failure) => GuestEnd::Raised(failure),
+            ToolFailure::ResultTooLarge(chars) => GuestEnd::ResultTooLarge(chars),
+        }
+    }
+}
+
 /// What the guest export returned, before classification.
 pub(crate) enum Returned<T> {
     /// The export returned normally (its own `Ok` or `Err`).
-    Guest(Result<T, GuestFailure>),
+    Guest(Result<T, GuestEnd>),
     /// The instance trapped, or the host stopped it ([`LimitStop`]).
     Trap(wasmtime::Error),
 }
@@ -73,7 +96,18 @@ pub(crate) fn classify<T>(
                 clipped: false,
             };
         }
-        Returned::Guest(Err(failure)) => guest_failure(failure, memory_refused, limits),
+        Returned::Guest(Err(GuestEnd::Raised(failure))) => {
+            guest_failure(failure, memory_refused, limits)
+        }
+        Returned::Guest(Err(GuestEnd::ResultTooLarge(chars))) => Failure::Limit {
+            kind: LimitKind::Output,
+            report: ErrorReport {
+                kind: "OutputLimitExceeded".to_string(),
+                message: format!("dynamic tool output is too large: {chars} characters"),
+                traceback: String::new(),
+                line: None,
+            },
+        },
         Returned::Trap(error) => match trap_limit(&error, memory_refused) {
             Some(kind) => limit(kind, limits),
             None => Failure::Error(trap_report(&error)),
@@ -103,6 +137,7 @@ fn guest_failure(failure: GuestFailure, memory_refused: bool, limits: &Limits) -
             ),
             kind: failure.kind,
             traceback: failure.traceback,
+            line: failure.line,
         };
         return Failure::Limit {
             kind: LimitKind::Memory,
@@ -113,6 +148,7 @@ fn guest_failure(failure: GuestFailure, memory_refused: bool, limits: &Limits) -
         kind: failure.kind,
         message: failure.message,
         traceback: failure.traceback,
+        line: failure.line,
     })
 }
 
@@ -140,6 +176,7 @@ fn trap_report(error: &wasmtime::Error) -> ErrorReport {
         kind: kind.to_string(),
         message,
         traceback: String::new(),
+        line: None,
     }
 }
 
@@ -183,6 +220,7 @@ pub(crate) fn limit_report(kind: LimitKind, limits: &Limits) -> ErrorReport {
         kind: name.to_string(),
         message,
         traceback: String::new(),
+        line: None,
     }
 }
 
@@ -208,6 +246,7 @@ fn clip_report(report: ErrorReport) -> (ErrorReport, bool) {
             kind,
             message,
             traceback,
+            line: report.line,
         },
         a || b || c,
     )
@@ -235,11 +274,12 @@ mod tests {
     use super::*;
 
     fn guest(kind: &str, message: &str) -> Returned<()> {
-        Returned::Guest(Err(GuestFailure {
+        Returned::Guest(Err(GuestEnd::Raised(GuestFailure {
             kind: kind.into(),
             message: message.into(),
             traceback: String::new(),
-        }))
+            line: Some(1),
+        })))
     }
 
     #[test]
@@ -294,6 +334,25 @@ mod tests {
         assert!(report.kind.len() <= MAX_REPORT_KIND_BYTES);
         assert!(report.message.len() <= MAX_REPORT_MESSAGE_BYTES);
         assert!(report.message.ends_with(CLIP_MARK));
+    }
+
+    #[test]
+    fn a_tool_result_over_its_limit_is_the_output_limit() {
+        let limits = Limits::default();
+        let ended = classify(
+            Returned::<String>::Guest(Err(GuestEnd::ResultTooLarge(3_000_000))),
+            false,
+            &limits,
+        );
+        let failure = ended.result.unwrap_err();
+        assert_eq!(failure.limit(), Some(LimitKind::Output));
+        assert!(failure.report().message.contains("3000000 characters"));
+    }
+
+    #[test]
+    fn the_failing_line_survives_classification() {
+        let ended = classify(guest("ValueError", "x"), false, &Limits::default());
+        assert_eq!(ended.result.unwrap_err().report().line, Some(1));
     }
 
     #[test]

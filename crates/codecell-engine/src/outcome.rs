@@ -73,6 +73,10 @@ pub struct ErrorReport {
     pub message: String,
     /// The traceback, limited to the user's own frames.
     pub traceback: String,
+    /// The line of the innermost frame of the user's own code, when there is one (not part of
+    /// the `--json` contract).
+    #[serde(skip)]
+    pub line: Option<u32>,
 }
 
 /// Why a run did not complete.
@@ -223,6 +227,7 @@ mod tests {
             kind: "OutOfFuel".into(),
             message: "m".into(),
             traceback: String::new(),
+            line: Some(3),
         };
         let limited = outcome(Err(Failure::Limit {
             kind: LimitKind::ToolCalls,
@@ -244,6 +249,7 @@ mod tests {
             kind: "ValueError".into(),
             message: "x".into(),
             traceback: String::new(),
+            line: None,
         })));
         assert_eq!(failed.status(), Status::Error);
         assert_eq!(failed.limit(), None);

@@ -1,7 +1,9 @@
 //! The run loop: a fresh instance, the export called under the deadline, the ending classified.
 
-use crate::bindings::{Failure as GuestFailure, RunOptions, Sandbox};
-use crate::ending::{self, LimitStop, Returned};
+use crate::bindings::{RunOptions, Sandbox};
+use crate::ending::{
+    self, GuestEnd, LimitStop, REPORT_MESSAGE_CHARS, REPORT_TRACEBACK_CHARS, Returned,
+};
 use crate::engine::Engine;
 use crate::error::EngineError;
 use crate::limits::Limits;
@@ -32,7 +34,7 @@ type ExportCall<T> = Box<
             &'a Sandbox,
             &'a mut Store<RunState>,
         ) -> Pin<
-            Box<dyn Future<Output = wasmtime::Result<Result<T, GuestFailure>>> + Send + 'a>,
+            Box<dyn Future<Output = wasmtime::Result<Result<T, GuestEnd>>> + Send + 'a>,
         > + Send,
 >;
 
@@ -45,9 +47,14 @@ struct Finished<T> {
     duration: Duration,
 }
 
-fn options(limits: &Limits) -> RunOptions {
+/// The options a run passes to its export: where the guest clips its failure record (the host
+/// clips again, `ending.rs`) and how long a dynamic tool's result may be.
+fn options(limits: &Limits, max_result_chars: usize) -> RunOptions {
     RunOptions {
         recursion_limit: limits.recursion_limit,
+        max_message_chars: REPORT_MESSAGE_CHARS,
+        max_traceback_chars: REPORT_TRACEBACK_CHARS,
+        max_result_chars: u32::try_from(max_result_chars).unwrap_or(u32::MAX),
     }
 }
 
@@ -59,9 +66,12 @@ impl Engine {
         catalog: Option<Catalog>,
         limits: &Limits,
     ) -> Result<Outcome, EngineError> {
-        let (code, options) = (code.to_string(), options(limits));
+        let (code, options) = (code.to_string(), options(limits, usize::MAX));
         let call: ExportCall<()> = Box::new(move |sandbox, store| {
-            Box::pin(async move { sandbox.call_run_snippet(store, &code, options).await })
+            Box::pin(async move {
+                let ended = sandbox.call_run_snippet(store, &code, options).await?;
+                Ok(ended.map_err(GuestEnd::from))
+            })
         });
         let finished = self.run(catalog, limits, call).await?;
         let (stdout, out_cut) = finished.state.stdout.take();
@@ -78,21 +88,24 @@ impl Engine {
     }
 
     /// Runs a dynamic tool's `execute(args)` with restricted builtins; its value is the JSON
-    /// result.
+    /// result, which may have at most `max_result_chars` characters (a longer one ends the run
+    /// with [`LimitKind::Output`]).
     pub async fn run_tool(
         &self,
         source: &str,
         imports: &[String],
         args_json: &str,
+        max_result_chars: usize,
         limits: &Limits,
     ) -> Result<ToolRun, EngineError> {
         let (source, imports, args) = (source.to_string(), imports.to_vec(), args_json.to_string());
-        let options = options(limits);
+        let options = options(limits, max_result_chars);
         let call: ExportCall<String> = Box::new(move |sandbox, store| {
             Box::pin(async move {
-                sandbox
+                let ended = sandbox
                     .call_run_tool(store, &source, &imports, &args, options)
-                    .await
+                    .await?;
+                Ok(ended.map_err(GuestEnd::from))
             })
         });
         let finished = self.run(None, limits, call).await?;

@@ -8,10 +8,6 @@ use codecell_manifest::manifest::{MAX_INPUT_CHARS, MAX_OUTPUT_CHARS};
 use codecell_manifest::{Manifest, RunError, RunFuture, ToolRunner, canonical};
 use serde_json::{Value, json};
 
-/// The guest's own output check raises this (see `wasm-guests/common/restricted.py`); it is a
-/// limit, not a bug in the tool, so it is reported as one.
-const GUEST_OUTPUT_LIMIT_PREFIX: &str = "dynamic tool output exceeds";
-
 /// Runs dynamic tools in fresh guests of one [`Engine`], under code mode's [`Limits`].
 #[derive(Debug, Clone)]
 pub struct WasmToolRunner {
@@ -55,6 +51,7 @@ impl WasmToolRunner {
                 &manifest.implementation,
                 &manifest.imports,
                 &args_json,
+                MAX_OUTPUT_CHARS,
                 &self.limits,
             )
             .await
@@ -84,19 +81,16 @@ fn parse_result(text: &str) -> Result<Value, RunError> {
     canonical::parse_exact(text).map_err(|e| RunError::InvalidOutput(e.to_string()))
 }
 
-/// The registry's error for a run that ended without a result.
+/// The registry's error for a run that ended without a result. The failing line of the tool
+/// tells its author where to look; the full traceback stays out of the message so it remains
+/// short enough for a model to read.
 fn run_error(failure: &Failure) -> RunError {
     let report = failure.report();
     if let Some(kind) = failure.limit() {
         return RunError::Limit(format!("{}: {}", kind.as_str(), report.message));
     }
-    if report.kind == "RuntimeError" && report.message.starts_with(GUEST_OUTPUT_LIMIT_PREFIX) {
-        return RunError::Limit(format!("output: {}", report.message));
-    }
-    // The last traceback frame tells the tool's author which line failed; the full traceback
-    // stays out of the message so it remains short enough for a model to read.
-    let message = match last_frame(&report.traceback) {
-        Some(frame) => format!("{} ({frame})", report.message),
+    let message = match report.line {
+        Some(line) => format!("{} (line {line})", report.message),
         None => report.message.clone(),
     };
     RunError::Raised {
@@ -105,12 +99,60 @@ fn run_error(failure: &Failure) -> RunError {
     }
 }
 
-/// `line N` of the innermost `<tool>` frame of a traceback, if there is one.
-fn last_frame(traceback: &str) -> Option<String> {
-    traceback
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with("File \"<tool>\""))
-        .and_then(|l| l.split(", ").find(|part| part.starts_with("line ")))
-        .map(str::to_string)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use codecell_engine::{ErrorReport, LimitKind};
+
+    fn report(kind: &str, message: &str, line: Option<u32>) -> ErrorReport {
+        ErrorReport {
+            kind: kind.into(),
+            message: message.into(),
+            traceback: "Traceback (most recent call last):\n  File \"<tool>\", line 9\n".into(),
+            line,
+        }
+    }
+
+    #[test]
+    fn a_limit_is_a_limit_whatever_its_message_says() {
+        let failure = Failure::Limit {
+            kind: LimitKind::Fuel,
+            report: report("OutOfFuel", "the run used all of its fuel", None),
+        };
+        assert_eq!(
+            run_error(&failure),
+            RunError::Limit("fuel: the run used all of its fuel".into())
+        );
+        let spoof = Failure::Error(report(
+            "RuntimeError",
+            "dynamic tool output exceeds 1000000 characters",
+            Some(3),
+        ));
+        assert!(matches!(run_error(&spoof), RunError::Raised { .. }));
+    }
+
+    #[test]
+    fn the_failing_line_comes_from_the_report_not_the_traceback_text() {
+        let raised = run_error(&Failure::Error(report("ValueError", "bad", Some(3))));
+        assert_eq!(
+            raised,
+            RunError::Raised {
+                kind: "ValueError".into(),
+                message: "bad (line 3)".into()
+            }
+        );
+        let lineless = run_error(&Failure::Error(report("ValueError", "bad", None)));
+        assert!(matches!(lineless, RunError::Raised { message, .. } if message == "bad"));
+    }
+
+    #[test]
+    fn results_over_the_limit_or_not_exact_json_are_refused() {
+        let big = format!("\"{}\"", "x".repeat(MAX_OUTPUT_CHARS));
+        assert!(matches!(parse_result(&big), Err(RunError::Limit(_))));
+        assert!(matches!(
+            parse_result("NaN"),
+            Err(RunError::InvalidOutput(_))
+        ));
+        assert_eq!(parse_result("{\"a\":1}").unwrap(), json!({"a": 1}));
+    }
 }

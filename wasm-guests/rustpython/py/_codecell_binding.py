@@ -3,8 +3,8 @@
 The names are listed in ../../common/_codecell_exports.py. The native module `_codecell_host`
 (src/native.rs) gives most of them as they are: its `ls`, `read` and `call_tool_json` already return
 `(True, value)` / `(False, message)`, and `write(fd, bytes)` goes straight to the WASI stream.
-RustPython's own stdio objects are not used at all. src/lib.rs passes the recursion limit as an
-int and reads a failure as the `(kind, message, traceback)` tuple itself.
+RustPython's own stdio objects are not used at all. src/lib.rs passes the run options as a tuple
+of ints and reads a failure as the `(kind, message, traceback, line)` tuple itself.
 """
 
 import sys
@@ -58,11 +58,11 @@ def set_std_streams(stdout, stderr):
     sys.stderr = sys.__stderr__ = stderr
 
 
-def recursion_limit(options):
+def run_limits(options):
     return options
 
 
-WARM_UP_OPTIONS = 1000
+WARM_UP_OPTIONS = (1000, 4096, 8192, 1 << 20)
 
 
 def snippet_result(failure):
@@ -71,3 +71,8 @@ def snippet_result(failure):
 
 def tool_result(ok, value):
     return (ok, value)
+
+
+def tool_too_large(chars):
+    # An int where a failure tuple would be: src/lib.rs reads it as `result-too-large`.
+    return (False, chars)

@@ -10,7 +10,7 @@ use std::cell::OnceCell;
 
 use rustpython_vm::{
     AsObject, Interpreter, InterpreterBuilder, PyObjectRef, PyResult, Settings, VirtualMachine,
-    builtins::{PyBaseExceptionRef, PyStr, PyTuple},
+    builtins::{PyBaseExceptionRef, PyInt, PyStr, PyTuple},
 };
 
 wit_bindgen::generate!({ path: "../wit", world: "sandbox-preinit" });
@@ -79,6 +79,7 @@ fn reseed_thread_rng() -> Result<(), Failure> {
         kind: "GuestStartError".to_owned(),
         message: format!("the RustPython guest could not seed its random generator: {e}"),
         traceback: String::new(),
+        line: None,
     })
 }
 
@@ -95,6 +96,7 @@ fn describe(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> Failure {
         kind,
         message,
         traceback,
+        line: None,
     }
 }
 
@@ -109,6 +111,7 @@ fn start_failure(vm: &VirtualMachine, exc: &PyBaseExceptionRef) -> Failure {
             inner.kind, inner.message
         ),
         traceback: detail,
+        line: None,
     }
 }
 
@@ -119,20 +122,41 @@ fn text(obj: &PyObjectRef) -> String {
     }
 }
 
-/// Reads the `(kind, message, traceback)` tuple the Python half returns for a failure.
+/// Reads the `(kind, message, traceback, line)` tuple the Python half returns for a failure.
 fn failure_from(obj: &PyObjectRef) -> Failure {
     match obj.downcast_ref::<PyTuple>().map(|t| t.as_slice().to_vec()) {
-        Some(items) if items.len() == 3 => Failure {
+        Some(items) if items.len() == 4 => Failure {
             kind: text(&items[0]),
             message: text(&items[1]),
             traceback: text(&items[2]),
+            line: small_int(&items[3]),
         },
         _ => Failure {
             kind: "SystemError".to_owned(),
             message: "the guest returned a malformed failure".to_owned(),
             traceback: String::new(),
+            line: None,
         },
     }
+}
+
+/// An int that fits in a `u32`, or None (for None or anything else).
+fn small_int(obj: &PyObjectRef) -> Option<u32> {
+    obj.downcast_ref::<PyInt>()
+        .and_then(|i| u32::try_from(i.as_bigint()).ok())
+}
+
+/// The run options as the Python half reads them (`_codecell_binding.run_limits`).
+fn options_tuple(vm: &VirtualMachine, options: &RunOptions) -> PyObjectRef {
+    let items = [
+        options.recursion_limit,
+        options.max_message_chars,
+        options.max_traceback_chars,
+        options.max_result_chars,
+    ];
+    vm.ctx
+        .new_tuple(items.iter().map(|n| vm.ctx.new_int(*n).into()).collect())
+        .into()
 }
 
 fn call(
@@ -151,7 +175,7 @@ impl Guest for Component {
         with_app(|vm, app| {
             let args = vec![
                 vm.ctx.new_str(code).into(),
-                vm.ctx.new_int(options.recursion_limit).into(),
+                options_tuple(vm, &options),
             ];
             match call(vm, app, "run_snippet", args) {
                 Ok(r) if vm.is_none(&r) => Ok(()),
@@ -166,8 +190,8 @@ impl Guest for Component {
         imports: Vec<String>,
         args_json: String,
         options: RunOptions,
-    ) -> Result<String, Failure> {
-        with_app(|vm, app| {
+    ) -> Result<String, ToolFailure> {
+        let ran = with_app(|vm, app| {
             let imports = imports
                 .into_iter()
                 .map(|s| vm.ctx.new_str(s).into())
@@ -176,16 +200,22 @@ impl Guest for Component {
                 vm.ctx.new_str(source).into(),
                 vm.ctx.new_list(imports).into(),
                 vm.ctx.new_str(args_json).into(),
-                vm.ctx.new_int(options.recursion_limit).into(),
+                options_tuple(vm, &options),
             ];
             let r = call(vm, app, "run_tool", args).map_err(|e| describe(vm, &e))?;
             let items = r.downcast_ref::<PyTuple>().map(|t| t.as_slice().to_vec());
-            match items.as_deref() {
+            Ok(match items.as_deref() {
                 Some([ok, value]) if ok.is(&vm.ctx.true_value) => Ok(text(value)),
-                Some([_, failure]) => Err(failure_from(failure)),
-                _ => Err(failure_from(&r)),
-            }
-        })
+                Some([_, chars]) if chars.downcast_ref::<PyInt>().is_some() => {
+                    let chars = chars.downcast_ref::<PyInt>().map(|i| i.as_bigint());
+                    let chars = chars.and_then(|c| u64::try_from(c).ok()).unwrap_or(u64::MAX);
+                    Err(ToolFailure::ResultTooLarge(chars))
+                }
+                Some([_, failure]) => Err(ToolFailure::Raised(failure_from(failure))),
+                _ => Err(ToolFailure::Raised(failure_from(&r))),
+            })
+        });
+        ran.map_err(ToolFailure::Raised).and_then(|result| result)
     }
 
     fn wizer_initialize() {

@@ -87,6 +87,7 @@ pub(crate) mod _codecell_host {
     //
     // The whole round trip in Rust, with the checks and errors of the Python version in
     // ../../common/_codecell_api.py: its frame alone cost RustPython more than the host call.
+    // `call_tool_implementations_agree` in tests/all/code_mode.rs keeps the two in agreement.
     // It is an object with its own vectorcall slot rather than a builtin function: a builtin
     // gets its keywords as a FuncArgs, an IndexMap with an owned String per name, which cost
     // about half of the guest's instructions of a one-keyword call.

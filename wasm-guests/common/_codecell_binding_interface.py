@@ -1,0 +1,44 @@
+"""What each guest's `_codecell_binding` module provides to ../common, declared once.
+
+`_codecell_exports` calls `check` on the binding at import time, which for both guests is build
+time (componentize-py's snapshot, RustPython's pre-initialisation): a binding missing a name
+fails the build instead of a run. What each name does is documented in `_codecell_exports`.
+"""
+
+from typing import Any, Optional, Protocol, Tuple, runtime_checkable
+
+
+@runtime_checkable
+class Binding(Protocol):
+    """The names every binding has; `encode_args`, `decode_result` and `native_call_tool` are
+    optional and looked up where they are used."""
+
+    WARM_UP_OPTIONS: Any
+
+    def ls(self, path: str) -> Tuple[bool, Any]: ...
+
+    def read(self, path: str) -> Tuple[bool, Any]: ...
+
+    def call_tool(self, category: str, name: str, args_json: str) -> Tuple[bool, str]: ...
+
+    def write(self, fd: int, data: bytes) -> bool: ...
+
+    def byte_buffer(self, fd: int) -> Any: ...
+
+    def set_std_streams(self, stdout: Any, stderr: Any) -> None: ...
+
+    def run_limits(self, options: Any) -> Tuple[int, int, int, int]: ...
+
+    def snippet_result(self, failure: Optional[tuple]) -> Any: ...
+
+    def tool_result(self, ok: bool, value: Any) -> Any: ...
+
+    def tool_too_large(self, chars: int) -> Any: ...
+
+
+def check(binding) -> None:
+    """Raises ImportError naming what `binding` lacks of `Binding`."""
+    names = [n for n in dir(Binding) if not n.startswith("_")] + ["WARM_UP_OPTIONS"]
+    missing = sorted({n for n in names if not hasattr(binding, n)})
+    if missing or not isinstance(binding, Binding):
+        raise ImportError("_codecell_binding lacks " + ", ".join(missing or ["(a name)"]))
