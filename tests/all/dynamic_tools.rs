@@ -144,7 +144,7 @@ codecell_tests::for_each_guest! {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, DynamicToolError::Run(RunError::Limit(m)) if m.contains("input is too large")),
+            matches!(&err, DynamicToolError::Run(RunError::Limit { kind: "input", message }) if message.contains("input is too large")),
             "{err}"
         );
     }
@@ -250,7 +250,7 @@ codecell_tests::for_each_guest! {
         let started = Instant::now();
         let err = tools.invoke("spin", &json!({"n": 1})).await.unwrap_err();
         assert!(
-            matches!(&err, DynamicToolError::Run(RunError::Limit(m)) if m.starts_with("deadline") || m.starts_with("fuel")),
+            matches!(&err, DynamicToolError::Run(RunError::Limit { kind: "deadline" | "fuel", .. })),
             "{err}"
         );
         assert!(
@@ -276,7 +276,7 @@ codecell_tests::for_each_guest! {
         );
         let err = tools.define(&big).await.unwrap_err();
         assert!(
-            matches!(&err, DynamicToolError::SmokeRun(RunError::Limit(m)) if m.contains("output")),
+            matches!(&err, DynamicToolError::SmokeRun(RunError::Limit { kind: "output", .. })),
             "{err}"
         );
         // Results that are not JSON the host can take: infinity, and an int past 64 bits.

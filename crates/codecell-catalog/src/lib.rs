@@ -75,7 +75,9 @@ pub use command::{
     CommandHandler, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT, MAX_OUTPUT_BYTES, MAX_TIMEOUT,
     STDERR_TAIL_BYTES,
 };
-pub use complexity::{MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION};
+pub use complexity::{
+    MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION, instance_depth_limit,
+};
 pub use error::{CallError, CatalogError, HandlerError, PathError};
 pub use file::{DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES, MAX_ENV_VARS};
 pub use handler::{Handler, HandlerFuture, async_handler_fn, handler_fn};

@@ -20,6 +20,10 @@ pub struct StoreArgs {
     /// Project id for project scope (default: the session id, as in the seed).
     #[arg(long)]
     pub project: Option<String>,
+    /// A file holding the store key: manifests and events are signed with it (HMAC-SHA256),
+    /// and anything unsigned or mis-signed is inert and reported.
+    #[arg(long, env = "CODECELL_STORE_KEY_FILE")]
+    pub store_key_file: Option<PathBuf>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -40,6 +44,9 @@ pub struct DynamicStoreArgs {
     /// Project id for `--store` (default: the session id).
     #[arg(long, requires = "store")]
     project: Option<String>,
+    /// The store key for `--store` (see `codecell tool --help`).
+    #[arg(long, env = "CODECELL_STORE_KEY_FILE")]
+    store_key_file: Option<PathBuf>,
 }
 
 impl DynamicStoreArgs {
@@ -49,7 +56,12 @@ impl DynamicStoreArgs {
         let (Some(store), Some(session)) = (&self.store, &self.session) else {
             return Catalog::from_file(path).map_err(|e| Failure::input(e.to_string()));
         };
-        let options = registry_options(store, session, self.project.as_deref());
+        let options = registry_options(
+            store,
+            session,
+            self.project.as_deref(),
+            self.store_key_file.as_deref(),
+        )?;
         open(options, Some(guest))?
             .load_catalog(path)
             .map_err(|e| Failure::input(e.to_string()))
@@ -59,15 +71,30 @@ impl DynamicStoreArgs {
 impl StoreArgs {
     /// Opens the store; the guest is loaded only when `with_engine` (commands that run code).
     pub fn open(&self, with_engine: bool) -> Result<DynamicTools, Failure> {
-        let options = registry_options(&self.store, &self.session, self.project.as_deref());
+        let options = registry_options(
+            &self.store,
+            &self.session,
+            self.project.as_deref(),
+            self.store_key_file.as_deref(),
+        )?;
         open(options, with_engine.then_some(self.guest))
     }
 }
 
-fn registry_options(store: &Path, session: &str, project: Option<&str>) -> RegistryOptions {
+fn registry_options(
+    store: &Path,
+    session: &str,
+    project: Option<&str>,
+    key_file: Option<&Path>,
+) -> Result<RegistryOptions, Failure> {
     let mut options = RegistryOptions::new(session, store);
     options.project_id = project.map(str::to_string);
-    options
+    match key_file {
+        Some(path) => options
+            .with_store_key_file(path)
+            .map_err(|e| Failure::input(e.to_string())),
+        None => Ok(options),
+    }
 }
 
 /// Opens the store, with an engine for `guest` when given.
@@ -99,7 +126,7 @@ pub fn refusal(error: DynamicToolError) -> Failure {
     };
     Failure {
         code,
-        kind: crate::dynamic_cmd::report::kind(&error),
+        kind: error.code(),
         message: crate::dynamic_cmd::report::explain(&error),
     }
 }

@@ -1,21 +1,17 @@
-//! `EngineBuilder` and the wasmtime configuration every engine shares.
+//! `EngineBuilder`: the secure defaults, and the choices an embedder can make.
 
 use crate::artifact_cache;
-use crate::bindings::{Sandbox, SandboxPre};
+use crate::bindings::SandboxPre;
+use crate::config::{base_config, linker};
 use crate::engine::{Engine, Inner};
 use crate::error::EngineError;
 use crate::guest::GuestKind;
 use crate::pool;
 use crate::preinit;
-use crate::state::RunState;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
-use wasmtime::component::{HasSelf, Linker};
-
-/// Native wasm stack per run (virtual memory, committed only as used).
-const MAX_WASM_STACK: usize = 8 << 20;
 
 /// Builds an [`Engine`].
 ///
@@ -57,6 +53,13 @@ pub struct EngineBuilder {
     cache_dir: Option<PathBuf>,
     max_concurrent_runs: u32,
     warm_instance: Option<bool>,
+}
+
+impl Engine {
+    /// A builder with the secure defaults described on [`EngineBuilder`].
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
 }
 
 impl Default for EngineBuilder {
@@ -160,26 +163,4 @@ impl EngineBuilder {
             }),
         })
     }
-}
-
-/// The wasmtime settings every engine running a guest shares, the pre-initialiser's included:
-/// fuel metering, the component model and the wasm stack sizes.
-pub(crate) fn base_config() -> wasmtime::Config {
-    let mut config = wasmtime::Config::new();
-    config.consume_fuel(true);
-    config.wasm_component_model(true);
-    // CPython's own C-recursion guard (about 1 MB of its shadow stack) must trip before wasm's
-    // native stack runs out, so deep nesting in json/repr is a catchable RecursionError rather
-    // than a trap; 8 MiB was measured to be enough for json.dumps, and a trap is still handled.
-    config.max_wasm_stack(MAX_WASM_STACK);
-    config.async_stack_size(MAX_WASM_STACK + (1 << 20));
-    config
-}
-
-/// A linker with WASI (an empty context is supplied per run) and the three host functions.
-pub(crate) fn linker(engine: &wasmtime::Engine) -> Result<Linker<RunState>, EngineError> {
-    let mut linker: Linker<RunState> = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    Sandbox::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
-    Ok(linker)
 }

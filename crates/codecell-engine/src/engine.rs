@@ -1,13 +1,12 @@
 //! `Engine`: one per process. Holds the wasmtime engine, the compiled guest and the instance
 //! pool, and sets up the store every instance lives in.
 
-use crate::bindings::SandboxPre;
-use crate::builder::EngineBuilder;
+use crate::bindings::{Sandbox, SandboxPre};
+use crate::config::YIELD_FUEL;
 use crate::error::EngineError;
 use crate::guest::GuestKind;
 use crate::limits::Limits;
 use crate::state::RunState;
-use crate::warm::Warm;
 use codecell_catalog::Catalog;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -15,13 +14,13 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::Store;
 
-/// Fuel a running guest burns between yields to the async runtime (about 1–3 ms of guest
-/// work): how often a CPU-bound guest lets other tasks run and has its deadline checked.
-///
-/// Deadlines ride on fuel rather than on epoch interruption: the epoch checks compiled into
-/// every loop and function entry cost 5–10% of guest speed, where the fuel checks are already
-/// there for the fuel limit.
-pub(crate) const YIELD_FUEL: u64 = 10_000_000;
+/// An instantiated, never-called guest with the pool slot it occupies: the warm instance
+/// (`warm.rs`).
+pub(crate) struct Warm {
+    pub(crate) store: Store<RunState>,
+    pub(crate) sandbox: Sandbox,
+    pub(crate) slot: OwnedSemaphorePermit,
+}
 
 pub(crate) struct Inner {
     pub(crate) wasmtime: wasmtime::Engine,
@@ -57,11 +56,6 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// A builder with the secure defaults described on [`EngineBuilder`].
-    pub fn builder() -> EngineBuilder {
-        EngineBuilder::default()
-    }
-
     /// The guest this engine runs.
     pub fn guest(&self) -> GuestKind {
         self.inner.guest

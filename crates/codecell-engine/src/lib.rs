@@ -10,7 +10,8 @@
 //!
 //! | type / module | what it is, and why it exists |
 //! | --- | --- |
-//! | [`EngineBuilder`] (`builder.rs`) | the secure defaults and the wasmtime configuration shared by runs and the pre-initialiser |
+//! | [`EngineBuilder`] (`builder.rs`) | the secure defaults and the choices an embedder can make |
+//! | `config.rs` | the wasmtime configuration and linker shared by every engine and the pre-initialiser |
 //! | [`Engine`] (`engine.rs`) | the compiled guest, the instance pool's slots and the warm instance, behind one `Arc`; sets up each run's `Store` |
 //! | `RunState` (`state.rs`) | what a run's `Store` carries: an empty WASI context, the capped output streams, the memory limiter, the catalog, the tool-call records |
 //! | `run.rs` | the run loop: instantiate (or take the warm instance), call the export under the deadline, classify |
@@ -32,6 +33,7 @@
 mod artifact_cache;
 mod bindings;
 mod builder;
+mod config;
 mod ending;
 mod engine;
 mod error;

@@ -34,7 +34,7 @@ fn init_limits() -> Limits {
 /// compiled without optimisation (several times faster to compile for a 30 MB guest). Fuel,
 /// not a wall clock, bounds it: a guest that loops in its init fails after `init_limits().fuel`.
 fn init_engine() -> wasmtime::Result<wasmtime::Engine> {
-    let mut config = crate::builder::base_config();
+    let mut config = crate::config::base_config();
     config.cranelift_opt_level(wasmtime::OptLevel::None);
     wasmtime::Engine::new(&config)
 }
@@ -76,7 +76,7 @@ fn preinitialize_here(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> 
             .instrument_component(wasm)
             .map_err(|e| fail("instrumenting", e))?;
         let engine = &init_engine().map_err(|e| fail("configuring wasmtime", e))?;
-        let linker = crate::builder::linker(engine)?;
+        let linker = crate::config::linker(engine)?;
         let component = Component::new(engine, &instrumented)
             .map_err(|e| fail("compiling the instrumented guest", e))?;
         let mut store = crate::engine::new_store(engine, None, &init_limits())?;

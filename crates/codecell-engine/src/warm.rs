@@ -11,21 +11,10 @@
 //! The warm instance holds one slot of the pool, so it is only kept when the pool has at least
 //! two (a run waiting for a slot does not look for the warm instance).
 
-use crate::bindings::Sandbox;
-use crate::engine::Engine;
+use crate::engine::{Engine, Warm};
 use crate::limits::Limits;
-use crate::state::RunState;
 use codecell_catalog::Catalog;
 use std::sync::atomic::Ordering;
-use tokio::sync::OwnedSemaphorePermit;
-use wasmtime::Store;
-
-/// An instantiated, never-called guest with the pool slot it occupies.
-pub(crate) struct Warm {
-    pub(crate) store: Store<RunState>,
-    pub(crate) sandbox: Sandbox,
-    pub(crate) slot: OwnedSemaphorePermit,
-}
 
 /// Clears the engine's `refilling` flag when the refill task ends, however it ends.
 struct Refilling(Engine);

@@ -164,7 +164,14 @@ mod tests {
                 DynamicToolError::SmokeRun(RunError::Host("x".into())),
                 "smoke_failed",
             ),
-            (RunError::Limit("fuel".into()).into(), "limit"),
+            (
+                RunError::Limit {
+                    kind: "fuel",
+                    message: "m".into(),
+                }
+                .into(),
+                "limit",
+            ),
             (RunError::InvalidOutput("x".into()).into(), "invalid_output"),
             (RunError::Host("x".into()).into(), "host_failure"),
             (

@@ -16,7 +16,6 @@ mod pyvalue;
 pub mod registry;
 pub mod runner;
 pub mod schema;
-mod schema_complexity;
 pub mod smoke;
 pub mod store;
 pub mod ttl;

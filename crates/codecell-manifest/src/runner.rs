@@ -26,9 +26,15 @@ pub enum RunError {
         /// Exception message (may include a traceback).
         message: String,
     },
-    /// A limit (time, memory, fuel, input or output size) ended the run.
-    #[error("dynamic tool hit a limit: {0}")]
-    Limit(String),
+    /// A limit ended the run.
+    #[error("dynamic tool hit a limit: {kind}: {message}")]
+    Limit {
+        /// Which limit, by its stable name: `input` or `output` (sizes), or one of the
+        /// engine's run limits (`fuel`, `memory`, `deadline`, `output`, `tool_calls`).
+        kind: &'static str,
+        /// What was over the limit, e.g. "dynamic tool input is too large: …".
+        message: String,
+    },
     /// The result was not JSON or not representable.
     #[error("dynamic tool returned invalid JSON: {0}")]
     InvalidOutput(String),
@@ -42,7 +48,7 @@ impl RunError {
     pub fn code(&self) -> &'static str {
         match self {
             RunError::Raised { .. } => "tool_raised",
-            RunError::Limit(_) => "limit",
+            RunError::Limit { .. } => "limit",
             RunError::InvalidOutput(_) => "invalid_output",
             RunError::Host(_) => "host_failure",
         }

@@ -3,15 +3,13 @@
 //! size, depth and fan-out before it is compiled (the same limits as a catalog's), and compiled
 //! once: [`CompiledSchema`] is what the registry caches per manifest.
 
-pub use crate::schema_complexity::{MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION};
+pub use codecell_catalog::{MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION};
 use serde_json::{Map, Value};
 
 /// Largest schema accepted, in bytes of compact JSON (as for a catalog).
 pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
 /// Deepest nesting of arrays/objects accepted in a schema (as for a catalog).
 pub const MAX_SCHEMA_DEPTH: usize = 48;
-/// Backtracking steps one `pattern` match may take before the value is refused.
-pub const PATTERN_BACKTRACK_LIMIT: usize = 10_000;
 /// Largest compiled form of one `pattern`, in bytes.
 pub const PATTERN_SIZE_LIMIT: usize = 1024 * 1024;
 /// Lazy-DFA cache of one `pattern`, in bytes (bounds memory; matching stays linear past it).
@@ -94,7 +92,8 @@ fn over_limits(schema: &Value) -> Result<Option<usize>, String> {
     if size > MAX_SCHEMA_BYTES {
         return Err(format!("is {size} bytes; the limit is {MAX_SCHEMA_BYTES}"));
     }
-    Ok(crate::schema_complexity::analyse(schema)?.depth_limit)
+    // The catalog's own analysis: one bound for every schema codecell validates against.
+    codecell_catalog::instance_depth_limit(schema)
 }
 
 impl CompiledSchema {
@@ -105,9 +104,11 @@ impl CompiledSchema {
             message,
         })?;
         let validator = jsonschema::options()
+            // Linear-time matching, as in a catalog: a backtracking engine with a step limit
+            // still cost seconds per large argument (issue 10 class 3); look-around and
+            // backreferences, which need backtracking, are refused when the schema compiles.
             .with_pattern_options(
-                jsonschema::PatternOptions::fancy_regex()
-                    .backtrack_limit(PATTERN_BACKTRACK_LIMIT)
+                jsonschema::PatternOptions::regex()
                     .size_limit(PATTERN_SIZE_LIMIT)
                     .dfa_size_limit(PATTERN_DFA_SIZE_LIMIT),
             )

@@ -40,9 +40,12 @@ impl WasmToolRunner {
         let payload = json!({"implementation": manifest.implementation, "arguments": args});
         let input_chars = canonical::to_string(&payload).chars().count();
         if input_chars > MAX_INPUT_CHARS {
-            return Err(RunError::Limit(format!(
-                "dynamic tool input is too large: {input_chars} characters, over the limit of {MAX_INPUT_CHARS}"
-            )));
+            return Err(RunError::Limit {
+                kind: "input",
+                message: format!(
+                    "dynamic tool input is too large: {input_chars} characters, over the limit of {MAX_INPUT_CHARS}"
+                ),
+            });
         }
         let args_json = canonical::to_string(args);
         let run = self
@@ -74,9 +77,12 @@ impl ToolRunner for WasmToolRunner {
 fn parse_result(text: &str) -> Result<Value, RunError> {
     let chars = text.chars().count();
     if chars > MAX_OUTPUT_CHARS {
-        return Err(RunError::Limit(format!(
-            "dynamic tool output is too large: {chars} characters, over the limit of {MAX_OUTPUT_CHARS}"
-        )));
+        return Err(RunError::Limit {
+            kind: "output",
+            message: format!(
+                "dynamic tool output is too large: {chars} characters, over the limit of {MAX_OUTPUT_CHARS}"
+            ),
+        });
     }
     canonical::parse_exact(text).map_err(|e| RunError::InvalidOutput(e.to_string()))
 }
@@ -87,7 +93,10 @@ fn parse_result(text: &str) -> Result<Value, RunError> {
 fn run_error(failure: &Failure) -> RunError {
     let report = failure.report();
     if let Some(kind) = failure.limit() {
-        return RunError::Limit(format!("{}: {}", kind.as_str(), report.message));
+        return RunError::Limit {
+            kind: kind.as_str(),
+            message: report.message.clone(),
+        };
     }
     let message = match report.line {
         Some(line) => format!("{} (line {line})", report.message),
@@ -121,7 +130,10 @@ mod tests {
         };
         assert_eq!(
             run_error(&failure),
-            RunError::Limit("fuel: the run used all of its fuel".into())
+            RunError::Limit {
+                kind: "fuel",
+                message: "the run used all of its fuel".into()
+            }
         );
         let spoof = Failure::Error(report(
             "RuntimeError",
@@ -148,7 +160,10 @@ mod tests {
     #[test]
     fn results_over_the_limit_or_not_exact_json_are_refused() {
         let big = format!("\"{}\"", "x".repeat(MAX_OUTPUT_CHARS));
-        assert!(matches!(parse_result(&big), Err(RunError::Limit(_))));
+        assert!(matches!(
+            parse_result(&big),
+            Err(RunError::Limit { kind: "output", .. })
+        ));
         assert!(matches!(
             parse_result("NaN"),
             Err(RunError::InvalidOutput(_))

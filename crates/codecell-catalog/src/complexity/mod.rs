@@ -75,6 +75,13 @@ fn add(kinds: &mut Vec<(Kind, u64)>, kind: Kind, n: u64) {
     }
 }
 
+/// Bounds the work `schema` can cause per instance value: the depth past which instances must
+/// be refused (for a recursive schema whose cost was bounded only that far), or which limit it
+/// exceeds. The same analysis guards catalogs and dynamic-tool schemas (`codecell-manifest`).
+pub fn instance_depth_limit(schema: &Value) -> Result<Option<usize>, String> {
+    analyse(schema).map(|a| a.depth_limit)
+}
+
 /// Bounds the work `schema` can cause per instance value, or says which limit it exceeds.
 pub(crate) fn analyse(schema: &Value) -> Result<Analysis, String> {
     let mut g = Graph::of(schema)?;

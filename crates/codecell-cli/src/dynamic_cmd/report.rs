@@ -173,38 +173,3 @@ pub fn explain(error: &DynamicToolError) -> String {
         _ => error.to_string(),
     }
 }
-
-/// A stable name for each refusal, for scripts.
-pub fn kind(error: &DynamicToolError) -> &'static str {
-    use DynamicToolError as E;
-    match error {
-        E::MissingSessionId => "missing_session_id",
-        E::SpecNotObject | E::NotAString(_) => "invalid_spec",
-        E::InvalidName(_) => "invalid_name",
-        E::ReservedName(_) => "reserved_name",
-        E::AlreadyDefined(_) => "already_defined",
-        E::MissingDescription => "missing_description",
-        E::Source(_) => "source_rejected",
-        E::Schema(_) => "invalid_schema",
-        E::Permissions => "permissions",
-        E::Ttl(_) => "invalid_ttl",
-        E::SmokeSynthesis(_) | E::SmokeArgs(_) => "invalid_smoke_args",
-        E::SmokeRun(_) => "smoke_failed",
-        E::SmokeOutput(_) => "smoke_output_invalid",
-        E::Arguments(_) => "invalid_arguments",
-        E::Output(_) => "invalid_output",
-        E::Run(run) => match run {
-            codecell::RunError::Raised { .. } => "tool_raised",
-            codecell::RunError::Limit(_) => "limit",
-            codecell::RunError::InvalidOutput(_) => "invalid_output",
-            codecell::RunError::Host(_) => "host_failure",
-        },
-        E::Unknown(_) => "unknown_tool",
-        E::NoSessionTool(_) => "no_session_tool",
-        E::InvalidScope(_) => "invalid_scope",
-        E::ApprovalRequired(_) => "approval_required",
-        E::NotAVersion { .. } => "not_a_version",
-        E::NoRollbackTarget { .. } => "no_rollback_target",
-        E::Store(_) => "store_failure",
-    }
-}

@@ -444,3 +444,34 @@ fn run_resolves_dynamic_handlers_from_the_store() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("dynamic"));
 }
+
+/// `--store-key-file`: what one key signed, another key's holder sees as inert and reported,
+/// and a key file that cannot be used is bad input.
+#[test]
+fn a_store_key_signs_and_a_different_key_makes_the_tool_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let (key, other) = (dir.path().join("key"), dir.path().join("other"));
+    std::fs::write(&key, [b'k'; 32]).unwrap();
+    std::fs::write(&other, [b'o'; 32]).unwrap();
+    let key_arg = key.to_string_lossy().into_owned();
+    let other_arg = other.to_string_lossy().into_owned();
+    let spec = fixture("word_frequency");
+    ok(
+        &store,
+        "s1",
+        &["define", &spec, "--store-key-file", &key_arg],
+    );
+    let listed = ok(&store, "s1", &["list", "--store-key-file", &key_arg]);
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 1, "{listed}");
+    let (code, foreign, _) = tool(&store, "s1", &["list", "--store-key-file", &other_arg]);
+    assert_eq!(code, Some(0));
+    assert_eq!(foreign["tools"], json!([]), "{foreign}");
+    assert!(
+        !foreign["load_errors"].as_array().unwrap().is_empty(),
+        "{foreign}"
+    );
+    let missing = dir.path().join("absent").to_string_lossy().into_owned();
+    let (code, refusal, _) = tool(&store, "s1", &["list", "--store-key-file", &missing]);
+    assert_eq!(code, Some(2), "{refusal}");
+}
