@@ -229,6 +229,31 @@ print(stats.__doc__.splitlines()[0])
         assert!(outcome.tool_calls[0].result_bytes <= 4096);
     }
 
+    /// Regression (issue 10, class 6): a call still running at the deadline was missing from
+    /// `tool_calls`; it is recorded, with `ok: false`.
+    #[tokio::test]
+    async fn a_call_cut_off_by_the_deadline_is_recorded() {
+        let slow = ToolDefinition {
+            category: "misc".into(),
+            spec: ToolSpec::new("slow", "Takes its time.", json!({"type": "object"})),
+            handler: async_handler_fn(|_| async {
+                tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+                Ok::<_, HandlerError>(json!(null))
+            }),
+        };
+        let mode = code_mode_from_tools(engine(GUEST), vec![slow], |_| "misc".into())
+            .unwrap()
+            .with_limits(codecell::Limits {
+                deadline: std::time::Duration::from_millis(300),
+                ..codecell::Limits::default()
+            });
+        let outcome = mode.execute_code("call_tool('misc', 'slow')").await.unwrap();
+        assert_eq!(outcome.limit(), Some(codecell::LimitKind::Deadline), "{outcome:#?}");
+        assert_eq!(outcome.tool_calls.len(), 1, "{outcome:#?}");
+        assert!(!outcome.tool_calls[0].ok);
+        assert_eq!(outcome.tool_calls[0].name, "slow");
+    }
+
     /// Regression (issue 10, class 1): a call record kept the names the guest gave, however long.
     #[tokio::test]
     async fn an_over_long_tool_name_is_refused_and_recorded_clipped() {

@@ -317,6 +317,54 @@ codecell_tests::for_each_guest! {
         }
     }
 
+    /// Regression (issue 10, class 7): a dynamic tool called from code mode ran with the
+    /// default limits whatever the caller had left: an outer 3e7-fuel run drove ten inner runs
+    /// of 5e9 fuel each and reported `ok`. Now each inner run gets what is left and its fuel is
+    /// charged to the caller, which ends on the fuel limit once the charge reaches its budget.
+    #[tokio::test]
+    async fn a_nested_dynamic_tool_runs_under_what_its_caller_has_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = open(GUEST, dir.path());
+        let body = "    n = args[\"n\"]\n    while n > 0:\n        n = n + 1\n    return {\"n\": n}";
+        let mut spin = spec("spin", "", body, any_object());
+        spin["smoke_args"] = json!({"n": 0});
+        tools.define(&spin).await.expect("n=0 returns at once");
+        let catalog = Catalog::builder()
+            .category("text", "Tools written by a model.")
+            .tool(
+                "text",
+                ToolSpec::new("spin", "Spins.", json!({"type": "object"})),
+                tools.handler("spin"),
+            )
+            .build()
+            .unwrap();
+        let fuel = 200_000_000;
+        let mode = CodeMode::new(engine(GUEST), catalog).with_limits(Limits {
+            fuel,
+            ..Limits::default()
+        });
+        let snippet = "\
+refused = 0
+for _ in range(10):
+    try:
+        call_tool('text', 'spin', n=1)
+    except ToolError:
+        refused += 1
+print(refused)
+";
+        let started = Instant::now();
+        let outcome = mode.execute_code(snippet).await.expect("run");
+        assert_eq!(outcome.limit(), Some(codecell::LimitKind::Fuel), "{outcome:#?}");
+        assert!(outcome.fuel_used >= fuel, "the nested fuel is charged: {outcome:#?}");
+        assert!(
+            outcome.fuel_used < 3 * fuel,
+            "no more than the caller's budget ran: {}",
+            outcome.fuel_used
+        );
+        assert_eq!(outcome.tool_calls.len(), 1, "the first call used it all");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
     fn catalog_text(tool: &str) -> String {
         json!({"categories": [{"name": "text", "description": "Text tools written by a model.", "tools": [{
             "name": tool,

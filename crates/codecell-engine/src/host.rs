@@ -9,11 +9,22 @@
 //! category and tool names a call record keeps by the catalog's own name limit.
 
 use crate::bindings::codecell::guest::host::Host;
+use crate::budget::CallerBudget;
 use crate::ending::{LimitStop, clip};
 use crate::outcome::{LimitKind, ToolCallRecord};
 use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
 use std::time::Instant;
+
+/// A name as a call record keeps it: at most the catalog's name limit, marked when cut; only
+/// that much of a long name is ever copied.
+fn clipped_name(name: &str) -> String {
+    let mut end = name.len().min(MAX_NAME_BYTES + 1);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    clip(name[..end].to_string(), MAX_NAME_BYTES).0
+}
 
 fn no_catalog() -> String {
     "no tools are available in this run".to_string()
@@ -49,30 +60,52 @@ impl Host for RunState {
             return Err(LimitStop::trap(LimitKind::ToolCalls));
         }
         let started = Instant::now();
-        let args_bytes = args_json.len();
+        // Recorded before the call, so a call the deadline cuts off is still in the record
+        // (`ok: false`); completed below.
+        let index = self.tool_calls.len();
+        self.tool_calls.push(ToolCallRecord {
+            category: clipped_name(&category),
+            name: clipped_name(&name),
+            ok: false,
+            duration_us: 0,
+            args_bytes: args_json.len(),
+            result_bytes: 0,
+        });
         // Only owned values cross the await: the store data itself is not `Sync`.
         let call = Call {
             catalog: self.catalog.clone(),
             max_args: self.limits.max_tool_args_bytes,
             max_result: self.limits.max_tool_result_bytes,
         };
-        let result = call.dispatch(&category, &name, args_json).await;
-        // Host work cannot be interrupted mid-poll: a call that returns after the deadline
-        // ends the run there, so a run past its deadline is never reported `ok`.
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(LimitStop::trap(LimitKind::Deadline));
-        }
-        let result_bytes = match &result {
+        // A tool that starts a run of its own (a dynamic tool) gets what this run has left.
+        let budget = CallerBudget::new(
+            self.limits.fuel.saturating_sub(self.nested_fuel),
+            self.limits.memory_bytes,
+            self.deadline
+                .unwrap_or_else(|| started + self.limits.deadline),
+        );
+        let (result, nested) = budget
+            .serve(call.dispatch(&category, &name, args_json))
+            .await;
+        self.nested_fuel = self.nested_fuel.saturating_add(nested);
+        let stop = if nested > 0 && self.nested_fuel >= self.limits.fuel {
+            Some(LimitKind::Fuel)
+        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            // Host work cannot be interrupted mid-poll: a call that returns after the deadline
+            // ends the run there, so a run past its deadline is never reported `ok`.
+            Some(LimitKind::Deadline)
+        } else {
+            None
+        };
+        let record = &mut self.tool_calls[index];
+        record.ok = result.is_ok() && stop.is_none();
+        record.duration_us = started.elapsed().as_micros() as u64;
+        record.result_bytes = match &result {
             Ok(s) | Err(s) => s.len(),
         };
-        self.tool_calls.push(ToolCallRecord {
-            category: clip(category, MAX_NAME_BYTES).0,
-            name: clip(name, MAX_NAME_BYTES).0,
-            ok: result.is_ok(),
-            duration_us: started.elapsed().as_micros() as u64,
-            args_bytes,
-            result_bytes,
-        });
+        if let Some(kind) = stop {
+            return Err(LimitStop::trap(kind));
+        }
         Ok(result)
     }
 }

@@ -17,6 +17,7 @@
 //! | `run.rs` | the run loop: instantiate (or take the warm instance), call the export under the deadline, classify |
 //! | `ending.rs` | how a run ends: the one limit signal (`LimitStop`), its classification and wording, the host-side clip of error reports |
 //! | `host.rs` | `ls`, `read`, `call_tool`: the guest's only way out, with every guest-sized buffer bounded |
+//! | [`CallerBudget`] (`budget.rs`) | what a run has left, for a tool that starts a nested run (a dynamic tool): its fuel is charged back |
 //! | `output.rs`, `memory_limit.rs` | the output cap and the memory cap, enforced on the host side of the wall |
 //! | `warm.rs` | the next run's instance, made ahead of time; never called before its run |
 //! | `pool.rs`, `artifact_cache.rs`, `preinit.rs` | the pooling allocator, the compiled-artifact cache, and RustPython's one-time snapshot |
@@ -32,6 +33,7 @@
 
 mod artifact_cache;
 mod bindings;
+mod budget;
 mod builder;
 mod config;
 mod ending;
@@ -49,6 +51,7 @@ mod run;
 mod state;
 mod warm;
 
+pub use budget::CallerBudget;
 pub use builder::EngineBuilder;
 pub use ending::{MAX_REPORT_KIND_BYTES, MAX_REPORT_MESSAGE_BYTES, MAX_REPORT_TRACEBACK_BYTES};
 pub use engine::Engine;

@@ -162,6 +162,11 @@ impl Engine {
         };
         let fuel_left = store.get_fuel().unwrap_or(0);
         let state = store.into_data();
+        // The guest's own fuel, and what the dynamic tools it called used in runs of their own.
+        let fuel_used = limits
+            .fuel
+            .saturating_sub(fuel_left)
+            .saturating_add(state.nested_fuel);
         let duration = started.elapsed();
         let classified = ending::classify(returned, state.limiter.refused(), limits);
         drop(slot);
@@ -170,7 +175,7 @@ impl Engine {
             result: classified.result,
             state,
             clipped: classified.clipped,
-            fuel_used: limits.fuel.saturating_sub(fuel_left),
+            fuel_used,
             duration,
         })
     }

@@ -21,6 +21,8 @@ pub(crate) struct RunState {
     pub(crate) tool_calls: Vec<ToolCallRecord>,
     /// When the run must end; set as the export is called (a warm instance has none before).
     pub(crate) deadline: Option<Instant>,
+    /// Fuel nested runs (dynamic tools this run called) used, charged to this run.
+    pub(crate) nested_fuel: u64,
 }
 
 impl RunState {
@@ -46,6 +48,7 @@ impl RunState {
             limits: limits.clone(),
             tool_calls: Vec::new(),
             deadline: None,
+            nested_fuel: 0,
         }
     }
 }

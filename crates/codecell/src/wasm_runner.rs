@@ -3,7 +3,7 @@
 //! before anything starts, the result is bounded and parsed after, and every failure becomes a
 //! [`RunError`] (never a panic).
 
-use codecell_engine::{Engine, Failure, Limits};
+use codecell_engine::{CallerBudget, Engine, Failure, Limits};
 use codecell_manifest::manifest::{MAX_INPUT_CHARS, MAX_OUTPUT_CHARS};
 use codecell_manifest::{Manifest, RunError, RunFuture, ToolRunner, canonical};
 use serde_json::{Value, json};
@@ -48,6 +48,13 @@ impl WasmToolRunner {
             });
         }
         let args_json = canonical::to_string(args);
+        // Called from a code-mode run, the tool runs under what that run has left, and the
+        // fuel it uses is charged to it.
+        let caller = CallerBudget::current();
+        let limits = match &caller {
+            Some(caller) => caller.clamp(&self.limits),
+            None => self.limits.clone(),
+        };
         let run = self
             .engine
             .run_tool(
@@ -55,10 +62,13 @@ impl WasmToolRunner {
                 &manifest.imports,
                 &args_json,
                 MAX_OUTPUT_CHARS,
-                &self.limits,
+                &limits,
             )
             .await
             .map_err(|e| RunError::Host(e.to_string()))?;
+        if let Some(caller) = &caller {
+            caller.charge(run.fuel_used);
+        }
         match run.result {
             Ok(text) => parse_result(&text),
             Err(failure) => Err(run_error(&failure)),
