@@ -87,3 +87,33 @@ pub fn value(v: &Value) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_string_cannot_end_early_or_hide_text() {
+        assert_eq!(string("a\"b\\c\nd"), r#""a\"b\\c\nd""#);
+        assert_eq!(string("x\u{202E}y\u{0}z"), r#""x\u202ey\x00z""#);
+    }
+
+    #[test]
+    fn a_docstring_body_never_forms_its_closing_quotes() {
+        let body = docstring_body("say \"\"\"hi\"\"\" then \"");
+        assert!(!body.contains("\"\"\""), "{body}");
+        assert!(
+            body.ends_with("\\\""),
+            "a trailing quote is escaped: {body}"
+        );
+        assert_eq!(docstring_body("keep\n\tlines"), "keep\n\tlines");
+        assert_eq!(docstring_body("a\rb"), "a\\rb");
+    }
+
+    #[test]
+    fn json_values_become_python_literals() {
+        let v = json!({"k\"": [null, true, false, 1, -2.5, "s"]});
+        assert_eq!(value(&v), r#"{"k\"": [None, True, False, 1, -2.5, "s"]}"#);
+    }
+}

@@ -13,3 +13,4 @@ mod scopes;
 mod store_files;
 mod store_key;
 mod tamper;
+mod tamper_edges;
