@@ -4,21 +4,27 @@
 //! While `call_tool` serves a call, the call's future runs inside a task-local
 //! [`CallerBudget`]; a runner that starts a nested run reads it with [`CallerBudget::current`],
 //! holds its own limits to it with [`CallerBudget::clamp`], and reports the fuel it used with
-//! [`CallerBudget::charge`]. The caller adds that fuel to its own `fuel_used`, and once the fuel
+//! [`CallerBudget::charge`] (from the same task). Serving a call allocates nothing: this is on
+//! every tool call's path. The caller adds that fuel to its own `fuel_used`, and once the fuel
 //! charged to it reaches its budget the run ends on the fuel limit.
 
 use crate::limits::Limits;
+use std::cell::Cell;
 use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 tokio::task_local! {
-    static CALLER: CallerBudget;
+    static CALLER: Served;
+}
+
+/// The budget of the call being served, and the fuel charged to it so far.
+struct Served {
+    budget: CallerBudget,
+    charged: Cell<u64>,
 }
 
 /// What is left of the run whose tool call is being served.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct CallerBudget {
     /// Fuel not yet charged to nested runs: an upper bound on what the caller has left (its
     /// own guest's use is only known when it stops).
@@ -27,14 +33,12 @@ pub struct CallerBudget {
     memory_bytes: usize,
     /// When the caller must end.
     deadline: Instant,
-    /// Fuel nested runs used during this call.
-    charged: Arc<AtomicU64>,
 }
 
 impl CallerBudget {
     /// The budget of the run whose tool call the current task serves, if any.
     pub fn current() -> Option<CallerBudget> {
-        CALLER.try_with(Clone::clone).ok()
+        CALLER.try_with(|served| served.budget).ok()
     }
 
     /// `limits`, held to what the caller has left: fuel, memory and the time to its deadline.
@@ -49,9 +53,14 @@ impl CallerBudget {
         }
     }
 
-    /// Charges `fuel` a nested run used to the caller.
-    pub fn charge(&self, fuel: u64) {
-        self.charged.fetch_add(fuel, Ordering::Relaxed);
+    /// Charges `fuel` a nested run used to the run whose call the current task serves (nothing
+    /// when it serves none).
+    pub fn charge(fuel: u64) {
+        let _ = CALLER.try_with(|served| {
+            served
+                .charged
+                .set(served.charged.get().saturating_add(fuel))
+        });
     }
 
     pub(crate) fn new(fuel: u64, memory_bytes: usize, deadline: Instant) -> Self {
@@ -59,15 +68,21 @@ impl CallerBudget {
             fuel,
             memory_bytes,
             deadline,
-            charged: Arc::new(AtomicU64::new(0)),
         }
     }
 
     /// Runs `call` with this budget current; gives its output and the fuel charged meanwhile.
     pub(crate) async fn serve<F: Future>(self, call: F) -> (F::Output, u64) {
-        let charged = self.charged.clone();
-        let output = CALLER.scope(self, call).await;
-        (output, charged.load(Ordering::Relaxed))
+        let served = Served {
+            budget: self,
+            charged: Cell::new(0),
+        };
+        CALLER
+            .scope(served, async {
+                let output = call.await;
+                (output, CALLER.with(|served| served.charged.get()))
+            })
+            .await
     }
 }
 
@@ -86,8 +101,8 @@ mod tests {
                 assert_eq!(limits.fuel, 1_000);
                 assert_eq!(limits.memory_bytes, 1 << 20);
                 assert!(limits.deadline <= Duration::from_millis(50));
-                current.charge(700);
-                current.charge(50);
+                CallerBudget::charge(700);
+                CallerBudget::charge(50);
             })
             .await;
         assert_eq!(charged, 750);

@@ -16,14 +16,18 @@ use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
 use std::time::Instant;
 
-/// A name as a call record keeps it: at most the catalog's name limit, marked when cut; only
-/// that much of a long name is ever copied.
-fn clipped_name(name: &str) -> String {
-    let mut end = name.len().min(MAX_NAME_BYTES + 1);
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    clip(name[..end].to_string(), MAX_NAME_BYTES).0
+/// Why a call naming `category`/`name` is refused before anything looks them up: a name over
+/// the catalog's limit (no catalog has such a name, and the record keeps only that much).
+fn name_refusal(category: &str, name: &str) -> Option<String> {
+    [("category", category), ("tool name", name)]
+        .into_iter()
+        .find(|(_, given)| given.len() > MAX_NAME_BYTES)
+        .map(|(what, given)| {
+            format!(
+                "the {what} is {} bytes, over the limit of {MAX_NAME_BYTES} bytes",
+                given.len()
+            )
+        })
 }
 
 fn no_catalog() -> String {
@@ -60,12 +64,13 @@ impl Host for RunState {
             return Err(LimitStop::trap(LimitKind::ToolCalls));
         }
         let started = Instant::now();
+        let refused = name_refusal(&category, &name);
         // Recorded before the call, so a call the deadline cuts off is still in the record
-        // (`ok: false`); completed below.
+        // (`ok: false`); completed below. The names move in (cut in place when too long).
         let index = self.tool_calls.len();
         self.tool_calls.push(ToolCallRecord {
-            category: clipped_name(&category),
-            name: clipped_name(&name),
+            category: clip(category, MAX_NAME_BYTES).0,
+            name: clip(name, MAX_NAME_BYTES).0,
             ok: false,
             duration_us: 0,
             args_bytes: args_json.len(),
@@ -84,13 +89,20 @@ impl Host for RunState {
             self.deadline
                 .unwrap_or_else(|| started + self.limits.deadline),
         );
-        let (result, nested) = budget
-            .serve(call.dispatch(&category, &name, args_json))
-            .await;
+        let (result, nested) = match refused {
+            Some(refusal) => (Err(refusal), 0),
+            None => {
+                let record = &self.tool_calls[index];
+                budget
+                    .serve(call.dispatch(&record.category, &record.name, args_json))
+                    .await
+            }
+        };
         self.nested_fuel = self.nested_fuel.saturating_add(nested);
+        let now = Instant::now();
         let stop = if nested > 0 && self.nested_fuel >= self.limits.fuel {
             Some(LimitKind::Fuel)
-        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        } else if self.deadline.is_some_and(|d| now >= d) {
             // Host work cannot be interrupted mid-poll: a call that returns after the deadline
             // ends the run there, so a run past its deadline is never reported `ok`.
             Some(LimitKind::Deadline)
@@ -99,7 +111,7 @@ impl Host for RunState {
         };
         let record = &mut self.tool_calls[index];
         record.ok = result.is_ok() && stop.is_none();
-        record.duration_us = started.elapsed().as_micros() as u64;
+        record.duration_us = (now - started).as_micros() as u64;
         record.result_bytes = match &result {
             Ok(s) | Err(s) => s.len(),
         };
@@ -127,14 +139,6 @@ impl Call {
         let Some(catalog) = self.catalog else {
             return Err(no_catalog());
         };
-        for (what, given) in [("category", category), ("tool name", name)] {
-            if given.len() > MAX_NAME_BYTES {
-                return Err(format!(
-                    "the {what} is {} bytes, over the limit of {MAX_NAME_BYTES} bytes",
-                    given.len()
-                ));
-            }
-        }
         if args_json.len() > self.max_args {
             return Err(format!(
                 "arguments of {category}/{name} are {} bytes, over the limit of {} bytes",
@@ -202,10 +206,10 @@ mod tests {
     #[tokio::test]
     async fn every_guest_sized_text_is_bounded() {
         let long = "n".repeat(MAX_NAME_BYTES + 1);
-        let refused = call(1000, 1000).dispatch(&long, "echo", "{}".into()).await;
-        assert!(refused.unwrap_err().contains("over the limit of 128 bytes"));
-        let refused = call(1000, 1000).dispatch("misc", &long, "{}".into()).await;
-        assert!(refused.unwrap_err().contains("tool name"));
+        let refused = name_refusal(&long, "echo").expect("refused");
+        assert!(refused.contains("category is 129 bytes, over the limit of 128 bytes"));
+        assert!(name_refusal("misc", &long).unwrap().contains("tool name"));
+        assert_eq!(name_refusal("misc", "echo"), None);
         let big_args = format!(r#"{{"a":"{}"}}"#, "x".repeat(100));
         let refused = call(50, 1000)
             .dispatch("misc", "echo", big_args.clone())

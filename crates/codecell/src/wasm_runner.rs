@@ -66,8 +66,8 @@ impl WasmToolRunner {
             )
             .await
             .map_err(|e| RunError::Host(e.to_string()))?;
-        if let Some(caller) = &caller {
-            caller.charge(run.fuel_used);
+        if caller.is_some() {
+            CallerBudget::charge(run.fuel_used);
         }
         match run.result {
             Ok(text) => parse_result(&text),
