@@ -1,6 +1,6 @@
 //! Parse-time rules CPython enforces and rustpython-parser 0.4 does not.
 //!
-//! Found by differential testing against `ast.parse` (tests/differential.rs and mutated corpora).
+//! Found by differential testing against `ast.parse` (tests/all/differential.rs and mutated corpora).
 //! rustpython accepts these; CPython's `ast.parse` raises `SyntaxError`, so the seed refuses them:
 //! - invalid assignment, `for`, `with ... as`, comprehension and `del` targets
 //!   (`f() = 1`, `a + b = 1`, `del *a`, `'a' = 1`, `... = 1`, `a if b else c = 1`);
