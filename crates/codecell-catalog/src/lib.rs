@@ -82,6 +82,8 @@ pub use error::{CallError, CatalogError, HandlerError, PathError};
 pub use file::{DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES, MAX_ENV_VARS};
 pub use handler::{Handler, HandlerFuture, async_handler_fn, handler_fn};
 pub use path::{MAX_PATH_BYTES, MAX_PATH_SEGMENTS, TreePath};
-pub use schema::{MAX_PATTERNS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, PATTERN_SIZE_LIMIT};
+pub use schema::{
+    MAX_PATTERNS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, PATTERN_SIZE_LIMIT, depth as json_depth,
+};
 pub use spec::{CategoryInfo, ToolSpec};
 pub use stub::{STUB_WORK_BUDGET, StubInput, generate as generate_stub};

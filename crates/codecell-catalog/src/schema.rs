@@ -43,7 +43,7 @@ impl std::fmt::Debug for Compiled {
 }
 
 /// Nesting depth of a JSON value (a scalar is 0). Iterative so a hostile value cannot overflow the stack.
-pub(crate) fn depth(value: &Value) -> usize {
+pub fn depth(value: &Value) -> usize {
     let mut max = 0;
     let mut stack = vec![(value, 0usize)];
     while let Some((v, d)) = stack.pop() {

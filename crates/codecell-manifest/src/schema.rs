@@ -6,10 +6,8 @@
 pub use codecell_catalog::{MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION};
 use serde_json::{Map, Value};
 
-/// Largest schema accepted, in bytes of compact JSON (as for a catalog).
-pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
-/// Deepest nesting of arrays/objects accepted in a schema (as for a catalog).
-pub const MAX_SCHEMA_DEPTH: usize = 48;
+/// A dynamic tool's schemas are held to a catalog's size and depth limits.
+pub use codecell_catalog::{MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH};
 /// Largest compiled form of one `pattern`, in bytes.
 pub const PATTERN_SIZE_LIMIT: usize = 1024 * 1024;
 /// Lazy-DFA cache of one `pattern`, in bytes (bounds memory; matching stays linear past it).
@@ -64,20 +62,7 @@ impl std::fmt::Debug for CompiledSchema {
     }
 }
 
-/// Nesting depth of a JSON value (a scalar is 0); iterative, so no input overflows the stack.
-fn depth(value: &Value) -> usize {
-    let mut max = 0;
-    let mut stack = vec![(value, 0usize)];
-    while let Some((v, d)) = stack.pop() {
-        max = max.max(d);
-        match v {
-            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|i| (i, d + 1))),
-            _ => {}
-        }
-    }
-    max
-}
+use codecell_catalog::json_depth as depth;
 
 /// Why a schema is over a limit, or `None`; checked before compiling, since compiling and
 /// validating a schema with wide `anyOf`/`$ref` fan-out took seconds and gigabytes.
