@@ -3,6 +3,7 @@
 //! Exit status: 0 ok, 1 guest error or limit, 2 bad input (unreadable file, bad catalog),
 //! 3 host failure (guest not built, engine error).
 
+mod batch_cmd;
 mod catalog_cmd;
 mod dynamic_cmd;
 mod failure;
@@ -31,6 +32,8 @@ struct Cli {
 enum Command {
     /// Run a snippet (a file, or `-` for stdin) in a fresh guest.
     Run(run_cmd::RunArgs),
+    /// Run JSON Lines of programs (`{"id", "code"}` …), one outcome line per program.
+    Batch(batch_cmd::BatchArgs),
     /// Show what the guest and the model see of a tool catalog.
     #[command(subcommand)]
     Tools(catalog_cmd::CatalogCommand),
@@ -65,6 +68,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     match cli.command {
         Some(Command::Run(args)) => run_cmd::run(args).await,
+        Some(Command::Batch(args)) => batch_cmd::run(args).await,
         Some(Command::Tools(cmd)) => catalog_cmd::run(cmd),
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
