@@ -57,8 +57,8 @@ pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
     // The reader: a thread of its own, so a slow file or stdin never holds up a runtime worker.
     let reader = std::thread::spawn(move || {
         for entry in programs {
-            let Entry { id, item } = entry;
-            if tx.blocking_send((id, item)).is_err() {
+            let Entry { id, line, item } = entry;
+            if tx.blocking_send(((id, line), item)).is_err() {
                 break;
             }
         }
@@ -73,8 +73,8 @@ pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
     let mut progress = Progress::start();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut written = Ok(());
-    while let Some((id, result)) = outcomes.recv().await {
-        let outcome = result.unwrap_or_else(host_error);
+    while let Some(((id, line), result)) = outcomes.recv().await {
+        let outcome = result.unwrap_or_else(|e| host_error(line, e));
         progress.record(&outcome);
         written = write_line(&mut out, &id, &outcome);
         if written.is_ok() && outcomes.is_empty() {
@@ -118,10 +118,10 @@ fn write_failure(e: std::io::Error) -> Failure {
 
 /// A run the host could not carry out (e.g. a memory cap below the guest's minimum) is that
 /// program's `error` outcome: the batch goes on.
-fn host_error(error: EngineError) -> Outcome {
+fn host_error(line: u64, error: EngineError) -> Outcome {
     let kind = match error {
         EngineError::MemoryCapTooSmall { .. } => "BatchInputError",
         _ => "HostError",
     };
-    lines::error_outcome(kind, error.to_string())
+    lines::error_outcome(kind, format!("line {line}: {error}"))
 }

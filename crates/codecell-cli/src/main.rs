@@ -7,6 +7,7 @@ mod batch_cmd;
 mod catalog_cmd;
 mod dynamic_cmd;
 mod failure;
+mod fuzz_cmd;
 mod input;
 mod out;
 mod run_cmd;
@@ -39,6 +40,9 @@ enum Command {
     Tools(catalog_cmd::CatalogCommand),
     /// Check dynamic-tool source against the policy (exit 0 with its imports, 1 with the violation).
     Validate(validate_cmd::ValidateArgs),
+    /// Fuzz codecell itself (`fuzz diff`: native python3 against both guests).
+    #[command(subcommand)]
+    Fuzz(fuzz_cmd::FuzzCommand),
     /// Define, invoke and govern dynamic tools in a manifest store.
     #[command(subcommand)]
     Tool(dynamic_cmd::ToolCommand),
@@ -72,6 +76,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Tools(cmd)) => catalog_cmd::run(cmd),
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
+        Some(Command::Fuzz(cmd)) => fuzz_cmd::run(cmd).await,
         None => Err(Failure::input(
             "no command given; try `codecell --help`".to_string(),
         )),

@@ -34,6 +34,8 @@ struct ProgramLine {
 pub struct Entry {
     /// The program's `id` (null when the line had none that could be read).
     pub id: Value,
+    /// Its line number in the input, from 1.
+    pub line: u64,
     /// The run, or the error outcome of a bad line.
     pub item: BatchItem,
 }
@@ -110,19 +112,20 @@ impl Programs {
                     .ok()
                     .and_then(|v| v.get("id").cloned())
                     .unwrap_or(Value::Null);
-                return bad(id, format!("line {at}: not a program: {e}"));
+                return bad(id, at, format!("not a program: {e}"));
             }
         };
         if parsed.code.len() > MAX_CODE_BYTES {
             return bad(
                 parsed.id,
-                format!("line {at}: code is larger than {MAX_CODE_BYTES} bytes"),
+                at,
+                format!("code is larger than {MAX_CODE_BYTES} bytes"),
             );
         }
         let guest = match parsed.guest.as_deref().map(str::parse::<GuestKind>) {
             None => self.default_guest,
             Some(Ok(g)) => g,
-            Some(Err(e)) => return bad(parsed.id, format!("line {at}: {e}")),
+            Some(Err(e)) => return bad(parsed.id, at, e.to_string()),
         };
         let mut limits = match &parsed.limits {
             Some(own) => own.apply_to(self.default_limits.clone()),
@@ -133,10 +136,11 @@ impl Programs {
         }
         let engine = match self.engine(guest) {
             Ok(engine) => engine,
-            Err(message) => return bad(parsed.id, format!("line {at}: {message}")),
+            Err(message) => return bad(parsed.id, at, message),
         };
         Entry {
             id: parsed.id,
+            line: at,
             item: BatchItem::Run(BatchRun {
                 engine,
                 code: parsed.code,
@@ -159,14 +163,15 @@ impl Iterator for Programs {
                 Ok(Line::TooLong) => {
                     return Some(bad(
                         Value::Null,
-                        format!("line {at}: longer than {MAX_LINE_BYTES} bytes"),
+                        at,
+                        format!("longer than {MAX_LINE_BYTES} bytes"),
                     ));
                 }
                 Ok(Line::Text(line)) if line.iter().all(u8::is_ascii_whitespace) => continue,
                 Ok(Line::Text(line)) => return Some(self.entry(&line)),
                 Err(e) => {
                     self.done = true;
-                    return Some(bad(Value::Null, format!("line {at}: cannot read: {e}")));
+                    return Some(bad(Value::Null, at, format!("cannot read: {e}")));
                 }
             }
         }
@@ -229,11 +234,15 @@ fn read_bounded_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Li
     })
 }
 
-/// The entry of a line that is not a program.
-fn bad(id: Value, message: String) -> Entry {
+/// The entry of line `line`, which is not a program.
+fn bad(id: Value, line: u64, message: String) -> Entry {
     Entry {
         id,
-        item: BatchItem::Ready(Ok(error_outcome("BatchInputError", message))),
+        line,
+        item: BatchItem::Ready(Ok(error_outcome(
+            "BatchInputError",
+            format!("line {line}: {message}"),
+        ))),
     }
 }
 
