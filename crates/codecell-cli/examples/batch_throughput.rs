@@ -2,7 +2,7 @@
 //! `print(1+1)` lines with `--jobs 1` and `--jobs 2`, against the engine alone in-process
 //! (a loop of `run_snippet` on a 2-worker runtime, one run at a time and two at once), generated
 //! programs through `run_batch` with one job and with all cores, and host memory per live
-//! instance (peak RSS growth over 64 runs in flight, divided by 64). With `--monty PYTHON` it
+//! instance (resident memory growth with 64 runs in flight, divided by 64). With `--monty PYTHON` it
 //! also runs `examples/monty_fresh.py` with that interpreter, for the ratio to Monty.
 //!
 //! `cargo build -p codecell-cli --example batch_throughput --bin codecell &&
@@ -111,36 +111,35 @@ fn generated_rate(rt: &tokio::runtime::Runtime, engine: &Engine, jobs: usize, ro
     GENERATED as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Peak-RSS growth per instance with 64 runs in flight (Linux: VmHWM), in MiB.
+/// Resident-memory growth per instance with 64 runs in flight (Linux: VmRSS sampled while
+/// all 64 sleep, minus VmRSS before), in MiB.
 fn memory_per_instance(rt: &tokio::runtime::Runtime, engine: &Engine) -> Option<f64> {
-    let hwm = || -> Option<f64> {
+    let rss = || -> Option<f64> {
         let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
         let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kb / 1024.0)
     };
-    let before = hwm()?;
-    rt.block_on(async {
+    let before = rss()?;
+    let during = rt.block_on(async {
         let tasks: Vec<_> = (0..64)
             .map(|_| {
                 let engine = engine.clone();
                 tokio::spawn(async move {
-                    engine
-                        .run_snippet(
-                            "import time\nx = [0] * 1000\ntime.sleep(0.5)",
-                            None,
-                            &Limits::default(),
-                        )
-                        .await
+                    let code = "import time\nx = [0] * 1000\ntime.sleep(1.5)";
+                    engine.run_snippet(code, None, &Limits::default()).await
                 })
             })
             .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        let during = rss();
         for t in tasks {
             let o = t.await.expect("task").expect("run");
             assert!(o.is_ok(), "{o:?}");
         }
-    });
-    Some((hwm()? - before) / 64.0)
+        during
+    })?;
+    Some((during - before) / 64.0)
 }
 
 fn main() {
@@ -192,7 +191,7 @@ fn main() {
             "{guest}: generated programs through run_batch: {gen_1:.0}/s with 1 job, {gen_n:.0}/s with {cores}"
         );
         if let Some(mib) = mem {
-            println!("{guest}: peak RSS growth per live instance (64 in flight): {mib:.1} MiB");
+            println!("{guest}: resident memory per live instance (64 in flight): {mib:.1} MiB");
         }
     }
     if let Some(python) = monty {

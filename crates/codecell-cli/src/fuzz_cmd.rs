@@ -24,6 +24,12 @@ const ROUND: u64 = 512;
 pub enum FuzzCommand {
     /// Differential fuzzing: generated programs on native python3 and both guests, compared.
     Diff(DiffArgs),
+    /// Print the program `fuzz diff` generates from a seed.
+    Show {
+        /// The program's seed.
+        #[arg(long)]
+        seed: u64,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -46,7 +52,13 @@ pub struct DiffArgs {
 }
 
 pub async fn run(command: FuzzCommand) -> Result<ExitCode, Failure> {
-    let FuzzCommand::Diff(args) = command;
+    let args = match command {
+        FuzzCommand::Diff(args) => args,
+        FuzzCommand::Show { seed } => {
+            out::stdout(&generate(seed).source())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let jobs = args
         .jobs
         .unwrap_or_else(|| BatchOptions::default().concurrency);
@@ -78,6 +90,11 @@ pub async fn run(command: FuzzCommand) -> Result<ExitCode, Failure> {
                 }
             }
         }
+        // A line per round on stderr: a run stopped early still says how far it got.
+        out::stderr(&format!(
+            "fuzz diff: {next} programs, {agree} agree, {diverged} diverge, {:.1} programs/s\n",
+            next as f64 / started.elapsed().as_secs_f64().max(1e-9)
+        ));
     }
     let seconds = started.elapsed().as_secs_f64().max(1e-9);
     let known_text: Vec<String> = known.iter().map(|(k, v)| format!("{k}: {v}")).collect();
