@@ -4,4 +4,5 @@ mod attacks;
 mod batch;
 mod common;
 mod dynamic;
+mod found;
 mod run;
