@@ -81,6 +81,12 @@ impl CodecellServer {
             ("execute_code", _) => {
                 let code = execute::code_argument(arguments)?;
                 let outcome = execute::run(&self.code_mode, &code, &context).await?;
+                tracing::info!(
+                    status = outcome.status().as_str(),
+                    duration_ms = outcome.duration_ms,
+                    tool_calls = outcome.tool_calls.len(),
+                    "execute_code"
+                );
                 Ok(execute::result(&outcome).into())
             }
             (name, Some(store)) if dynamic_tools::NAMES.contains(&name) => {
