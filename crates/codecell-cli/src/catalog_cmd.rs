@@ -45,7 +45,8 @@ pub async fn run(cmd: CatalogCommand) -> Result<ExitCode, Failure> {
     match cmd {
         CatalogCommand::Ls { path, catalog } => {
             let path = path.unwrap_or_else(|| "tools/".to_string());
-            let entries = load(&catalog).await?
+            let entries = load(&catalog)
+                .await?
                 .ls(&path)
                 .map_err(|e| Failure::input(e.to_string()))?;
             for entry in entries {
@@ -53,7 +54,8 @@ pub async fn run(cmd: CatalogCommand) -> Result<ExitCode, Failure> {
             }
         }
         CatalogCommand::Read { path, catalog } => {
-            let text = load(&catalog).await?
+            let text = load(&catalog)
+                .await?
                 .read(&path)
                 .map_err(|e| Failure::input(e.to_string()))?;
             out::stdout(&text)?;

@@ -74,7 +74,9 @@ impl DynamicStoreArgs {
 /// Loads a catalog file, starting its `"mcpServers"`; `store` answers `{"dynamic": name}`.
 pub async fn load_catalog(path: &Path, store: Option<&DynamicTools>) -> Result<Catalog, Failure> {
     let resolver = store.map(|store| store.resolver());
-    let resolver = resolver.as_ref().map(|r| r as codecell::DynamicResolver<'_>);
+    let resolver = resolver
+        .as_ref()
+        .map(|r| r as codecell::DynamicResolver<'_>);
     codecell_mcp::load_catalog(path, resolver)
         .await
         .map_err(|e| match e {

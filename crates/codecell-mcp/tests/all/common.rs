@@ -33,9 +33,8 @@ pub fn engine() -> Engine {
 
 /// Fails, naming the installer, when the upstream MCP servers are not installed.
 pub fn require_mcp_servers() {
-    let node_server = root().join(
-        "target/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-    );
+    let node_server = root()
+        .join("target/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let python = root().join(if cfg!(windows) {
         "target/mcp/venv/Scripts/python.exe"
     } else {

@@ -45,7 +45,13 @@ async fn tools_list_offers_execute_code_with_the_outcome_schema_and_the_prompt_a
     assert_eq!(names, ["execute_code"]);
     let schema = tools[0].output_schema.as_ref().expect("an output schema");
     assert_eq!(Value::Object((**schema).clone()), outcome_schema());
-    assert!(tools[0].description.as_deref().unwrap().contains("call_tool("));
+    assert!(
+        tools[0]
+            .description
+            .as_deref()
+            .unwrap()
+            .contains("call_tool(")
+    );
     let info = client.peer_info().expect("the server introduced itself");
     let instructions = info.instructions.as_deref().unwrap_or_default();
     assert!(instructions.contains("execute_code"), "{instructions}");
@@ -57,7 +63,11 @@ async fn execute_code_answers_with_the_output_and_a_structured_outcome_matching_
     let code = std::fs::read_to_string(fixture("snippets/demo.py")).unwrap();
     let result = client.call_tool(execute(&code)).await.unwrap();
     assert_eq!(result.is_error, Some(false));
-    assert!(text(&result).contains("100 C = 212.0 F"), "{}", text(&result));
+    assert!(
+        text(&result).contains("100 C = 212.0 F"),
+        "{}",
+        text(&result)
+    );
     let outcome = result.structured_content.expect("structured content");
     assert_eq!(outcome["status"], "ok");
     assert_eq!(outcome["tool_calls"].as_array().unwrap().len(), 3);
@@ -70,11 +80,18 @@ async fn an_exception_and_a_limit_are_tool_results_with_is_error() {
     let (client, _) = connect(demo_server()).await;
     let raised = client.call_tool(execute("1/0")).await.unwrap();
     assert_eq!(raised.is_error, Some(true));
-    assert!(text(&raised).contains("ZeroDivisionError"), "{}", text(&raised));
+    assert!(
+        text(&raised).contains("ZeroDivisionError"),
+        "{}",
+        text(&raised)
+    );
     let limited = client.call_tool(execute("while True: pass")).await.unwrap();
     assert_eq!(limited.is_error, Some(true));
     let outcome = limited.structured_content.unwrap();
-    assert_eq!((outcome["status"].as_str(), outcome["limit"].as_str()), (Some("limit"), Some("fuel")));
+    assert_eq!(
+        (outcome["status"].as_str(), outcome["limit"].as_str()),
+        (Some("limit"), Some("fuel"))
+    );
     let validator = jsonschema::validator_for(&outcome_schema()).unwrap();
     assert!(validator.is_valid(&outcome), "{outcome}");
 }
@@ -171,7 +188,15 @@ async fn dynamic_tools_are_defined_listed_and_invoked_and_refusals_are_is_error_
         .iter()
         .map(|t| t.name.to_string())
         .collect();
-    assert_eq!(names, ["execute_code", "define_tool", "list_dynamic_tools", "invoke_dynamic_tool"]);
+    assert_eq!(
+        names,
+        [
+            "execute_code",
+            "define_tool",
+            "list_dynamic_tools",
+            "invoke_dynamic_tool"
+        ]
+    );
 
     let spec = json!({
         "name": "double",
@@ -186,19 +211,36 @@ async fn dynamic_tools_are_defined_listed_and_invoked_and_refusals_are_is_error_
     };
     let defined = call("define_tool", spec.clone()).await.unwrap();
     assert_eq!(defined.is_error, Some(false), "{}", text(&defined));
-    assert!(defined.structured_content.unwrap()["manifest_id"].as_str().unwrap().starts_with("dyn-"));
+    assert!(
+        defined.structured_content.unwrap()["manifest_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("dyn-")
+    );
 
     let listed = call("list_dynamic_tools", json!({})).await.unwrap();
-    assert_eq!(listed.structured_content.unwrap()["tools"][0]["name"], "double");
+    assert_eq!(
+        listed.structured_content.unwrap()["tools"][0]["name"],
+        "double"
+    );
 
-    let invoked = call("invoke_dynamic_tool", json!({"name": "double", "args": {"n": 21}}))
-        .await
-        .unwrap();
-    assert_eq!(invoked.structured_content.unwrap()["result"], json!({"n": 42}));
+    let invoked = call(
+        "invoke_dynamic_tool",
+        json!({"name": "double", "args": {"n": 21}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        invoked.structured_content.unwrap()["result"],
+        json!({"n": 42})
+    );
 
-    let bad_args = call("invoke_dynamic_tool", json!({"name": "double", "args": {"n": "x"}}))
-        .await
-        .unwrap();
+    let bad_args = call(
+        "invoke_dynamic_tool",
+        json!({"name": "double", "args": {"n": "x"}}),
+    )
+    .await
+    .unwrap();
     assert_eq!(bad_args.is_error, Some(true));
 
     let mut unsafe_spec = spec;

@@ -25,15 +25,27 @@ async fn upstream_catalog() -> Catalog {
 #[tokio::test]
 async fn each_server_becomes_a_category_with_typed_stubs_and_annotated_index_entries() {
     let catalog = upstream_catalog().await;
-    assert_eq!(catalog.ls("tools/").unwrap(), ["__index__.md", "everything/", "time/"]);
+    assert_eq!(
+        catalog.ls("tools/").unwrap(),
+        ["__index__.md", "everything/", "time/"]
+    );
     // server-everything's schemas are draft-07, mcp-server-time's 2020-12: both compile.
     let echo = catalog.read("tools/everything/echo.py").unwrap();
     assert!(echo.contains("def echo(message: str)"), "{echo}");
-    assert!(echo.contains("call_tool(\"everything\", \"echo\", message=message)"), "{echo}");
+    assert!(
+        echo.contains("call_tool(\"everything\", \"echo\", message=message)"),
+        "{echo}"
+    );
     let sum = catalog.read("tools/everything/get_sum.py").unwrap();
-    assert!(sum.contains("call_tool(\"everything\", \"get-sum\""), "{sum}");
+    assert!(
+        sum.contains("call_tool(\"everything\", \"get-sum\""),
+        "{sum}"
+    );
     let index = catalog.read("tools/everything/__index__.md").unwrap();
-    assert!(index.contains("(read-only) Echoes back the input"), "{index}");
+    assert!(
+        index.contains("(read-only) Echoes back the input"),
+        "{index}"
+    );
     let time = catalog.read("tools/time/get_current_time.py").unwrap();
     assert!(time.contains("timezone: str"), "{time}");
 }
@@ -74,7 +86,10 @@ async fn an_upstream_is_error_result_is_a_tool_error_in_the_guest() {
 #[tokio::test]
 async fn an_upstream_server_sees_only_path_and_the_environment_its_entry_lists() {
     require_mcp_servers();
-    assert!(std::env::var_os("CARGO_PKG_NAME").is_some(), "cargo sets it for tests");
+    assert!(
+        std::env::var_os("CARGO_PKG_NAME").is_some(),
+        "cargo sets it for tests"
+    );
     let dir = tempfile::tempdir().unwrap();
     let server = fixture("mcp/upstream.json");
     let config: serde_json::Value =
@@ -98,13 +113,18 @@ async fn an_upstream_server_sees_only_path_and_the_environment_its_entry_lists()
     let text = &outcome.stdout;
     assert!(text.contains("'LISTED': 'yes'"), "{text}");
     assert!(text.contains("'PATH'"), "{text}");
-    assert!(!text.contains("CARGO_PKG_NAME"), "the host's environment leaked: {text}");
+    assert!(
+        !text.contains("CARGO_PKG_NAME"),
+        "the host's environment leaked: {text}"
+    );
 }
 
 #[tokio::test]
 async fn a_dead_server_is_restarted_on_the_next_call_and_a_slow_call_is_cut_off_at_its_timeout() {
     require_mcp_servers();
-    let catalog = load_catalog(&fixture("mcp/flaky.json"), None).await.unwrap();
+    let catalog = load_catalog(&fixture("mcp/flaky.json"), None)
+        .await
+        .unwrap();
     let outcome = run(
         &catalog,
         "first = call_tool('flaky', 'pid')['result']\n\
@@ -116,9 +136,15 @@ async fn a_dead_server_is_restarted_on_the_next_call_and_a_slow_call_is_cut_off_
     .await;
     assert!(outcome.is_ok(), "{outcome:?}");
     let lines: Vec<&str> = outcome.stdout.lines().collect();
-    assert!(lines[0].starts_with("died: MCP server \"flaky\""), "{lines:?}");
+    assert!(
+        lines[0].starts_with("died: MCP server \"flaky\""),
+        "{lines:?}"
+    );
     assert_eq!(lines[1], "restarted: True");
-    assert_eq!(lines[2], "nap: MCP server \"flaky\" did not answer within 1000 ms");
+    assert_eq!(
+        lines[2],
+        "nap: MCP server \"flaky\" did not answer within 1000 ms"
+    );
     assert_eq!(lines[3], "fail: ToolError");
     // The whole run took about the nap's timeout, not its 30 s.
     assert!(outcome.duration_ms < 20_000.0, "{}", outcome.duration_ms);
@@ -126,7 +152,11 @@ async fn a_dead_server_is_restarted_on_the_next_call_and_a_slow_call_is_cut_off_
 
 fn write_catalog(dir: &Path, servers: serde_json::Value) -> std::path::PathBuf {
     let path = dir.join("catalog.json");
-    std::fs::write(&path, serde_json::json!({"mcpServers": servers}).to_string()).unwrap();
+    std::fs::write(
+        &path,
+        serde_json::json!({"mcpServers": servers}).to_string(),
+    )
+    .unwrap();
     path
 }
 
@@ -138,7 +168,10 @@ async fn a_server_that_cannot_start_or_exits_at_once_is_named_with_its_stderr() 
         serde_json::json!({"ghost": {"command": "codecell-no-such-server"}}),
     );
     let error = load_catalog(&missing, None).await.unwrap_err();
-    assert!(matches!(error, UpstreamError::Start { ref server, .. } if server == "ghost"), "{error}");
+    assert!(
+        matches!(error, UpstreamError::Start { ref server, .. } if server == "ghost"),
+        "{error}"
+    );
     assert!(error.to_string().contains("cannot start"), "{error}");
 
     if cfg!(unix) {
@@ -171,9 +204,20 @@ async fn a_server_that_never_answers_initialize_fails_at_its_startup_timeout() {
 #[tokio::test]
 async fn mcp_servers_entries_are_checked_and_the_plain_loader_refuses_them() {
     let dir = tempfile::tempdir().unwrap();
-    let bad = write_catalog(dir.path(), serde_json::json!({"x": {"command": "y", "argz": []}}));
+    let bad = write_catalog(
+        dir.path(),
+        serde_json::json!({"x": {"command": "y", "argz": []}}),
+    );
     let error = load_catalog(&bad, None).await.unwrap_err();
-    assert!(error.to_string().contains("mcpServers.x: unknown field \"argz\""), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("mcpServers.x: unknown field \"argz\""),
+        "{error}"
+    );
     let error = Catalog::from_file(&bad).unwrap_err();
-    assert!(error.to_string().contains("codecell_mcp::load_catalog"), "{error}");
+    assert!(
+        error.to_string().contains("codecell_mcp::load_catalog"),
+        "{error}"
+    );
 }
