@@ -18,6 +18,10 @@
 //! (a misspelt `input_schema` must not silently become "no schema"), except MCP's `title` and
 //! `annotations` and a top-level `$schema`, which are ignored. Every error names the file, the JSON
 //! path and the problem.
+//!
+//! A top-level `"mcpServers"` (upstream MCP servers, as Claude Desktop and Cursor list them) may
+//! join or replace `"categories"`: codecell-mcp starts the servers and passes their tools to
+//! [`Catalog::from_json_with_servers`]; the other loaders refuse it, since they cannot start them.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
