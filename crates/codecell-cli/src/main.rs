@@ -11,6 +11,7 @@ mod fuzz_cmd;
 mod input;
 mod out;
 mod run_cmd;
+mod serve_cmd;
 mod store_args;
 mod validate_cmd;
 
@@ -46,6 +47,8 @@ enum Command {
     /// Define, invoke and govern dynamic tools in a manifest store.
     #[command(subcommand)]
     Tool(dynamic_cmd::ToolCommand),
+    /// Serve `execute_code` (and dynamic tools) as an MCP server on stdio or HTTP.
+    Serve(serve_cmd::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,7 +76,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Some(Command::Run(args)) => run_cmd::run(args).await,
         Some(Command::Batch(args)) => batch_cmd::run(args).await,
-        Some(Command::Tools(cmd)) => catalog_cmd::run(cmd),
+        Some(Command::Tools(cmd)) => catalog_cmd::run(cmd).await,
+        Some(Command::Serve(args)) => serve_cmd::run(args).await,
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
         Some(Command::Fuzz(cmd)) => fuzz_cmd::run(cmd).await,

@@ -6,3 +6,4 @@ mod common;
 mod dynamic;
 mod found;
 mod run;
+mod serve;
