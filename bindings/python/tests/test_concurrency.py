@@ -38,7 +38,7 @@ def test_sixteen_runs_from_asyncio(math_mode: codecell.CodeMode) -> None:
 
 
 def test_the_gil_is_released_while_a_guest_loops() -> None:
-    mode = codecell.CodeMode(limits=codecell.Limits(deadline_s=1.0))
+    mode = codecell.CodeMode(limits=codecell.Limits(deadline_s=1.0, fuel=10**13))
     ticks = 0
     stop = threading.Event()
 
@@ -60,7 +60,7 @@ def test_the_gil_is_released_while_a_guest_loops() -> None:
 
 
 def test_an_async_run_does_not_block_the_event_loop() -> None:
-    mode = codecell.CodeMode(limits=codecell.Limits(deadline_s=0.5))
+    mode = codecell.CodeMode(limits=codecell.Limits(deadline_s=0.5, fuel=10**13))
 
     async def main() -> int:
         ticks = 0
@@ -75,7 +75,7 @@ def test_an_async_run_does_not_block_the_event_loop() -> None:
 
 
 def test_cancelling_an_async_run_stops_it() -> None:
-    mode = codecell.CodeMode(limits=codecell.Limits(deadline_s=30))
+    mode = codecell.CodeMode(limits=codecell.Limits(deadline_s=30, fuel=10**13))
 
     async def main() -> float:
         run = asyncio.ensure_future(mode.execute_code_async("while True:\n    pass"))

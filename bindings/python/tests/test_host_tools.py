@@ -56,15 +56,17 @@ def test_a_result_that_is_not_json_is_a_clear_tool_error() -> None:
     assert "not JSON-serialisable" in run(nan, "call_tool('main', 'nan')").stdout
 
 
+class Point(pydantic.BaseModel):
+    x: float
+    y: float
+
+
+@dataclasses.dataclass
+class Box:
+    width: float
+
+
 def test_pydantic_arguments_and_results_and_dataclass_results() -> None:
-    class Point(pydantic.BaseModel):
-        x: float
-        y: float
-
-    @dataclasses.dataclass
-    class Box:
-        width: float
-
     @codecell.tool
     def norm(p: Point) -> Point:
         """Scales a point."""

@@ -45,11 +45,12 @@ def test_name_description_and_args_come_from_the_function() -> None:
     assert weather("Paris") == {}  # the decorated function stays callable
 
 
-def test_containers_literals_optionals_and_annotations() -> None:
-    class Color(enum.Enum):
-        RED = "red"
-        BLUE = "blue"
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
 
+
+def test_containers_literals_optionals_and_annotations() -> None:
     @codecell.tool(name="shape", description="Override.", category="geo")
     def f(
         tags: List[str],
@@ -108,13 +109,23 @@ def test_pydantic_models_and_typeddicts_become_object_schemas() -> None:
         return 0.0
 
     schema = length.input_schema
-    assert schema["properties"]["segment"]["$ref"] == "#/$defs/Segment"  # hoisted defs resolve
-    assert set(schema["$defs"]) == {"Segment", "Point"}
+    segment = schema["properties"]["segment"]
+    assert segment["required"] == ["start", "end"]
+    assert segment["properties"]["start"]["$ref"] == "#/$defs/Point"  # hoisted to the root: resolves
+    assert set(schema["$defs"]) == {"Point"}
     assert schema["properties"]["options"] == {
         "type": "object",
         "properties": {"verbose": {"type": "boolean"}},
         "required": [],
     }
+
+
+def test_type_hints_that_do_not_resolve_name_the_function() -> None:
+    def f(x: "Undefined") -> None:  # type: ignore[name-defined]  # noqa: F821
+        """Doc."""
+
+    with pytest.raises(TypeError, match="cannot read the type hints of .*f: name 'Undefined'"):
+        codecell.tool(f)
 
 
 def test_signatures_no_schema_can_describe_are_refused() -> None:
