@@ -59,7 +59,9 @@ fn catalog(categories: Vec<CategoryRow<'_>>) -> PyResult<Catalog> {
             builder = builder.tool(&category, spec, handler);
         }
     }
-    builder.build().map_err(|e| errors::to_py(Error::Catalog(e)))
+    builder
+        .build()
+        .map_err(|e| errors::to_py(Error::Catalog(e)))
 }
 
 /// The outcome as its JSON contract and as the text a model reads back.
@@ -99,8 +101,7 @@ impl NativeCodeMode {
     fn execute(&self, py: Python<'_>, code: String) -> PyResult<(String, String)> {
         let mode = self.mode.clone();
         let outcome = py.detach(move || {
-            runtime()
-                .block_on(RUN_LOOP.scope(None, async move { mode.execute_code(&code).await }))
+            runtime().block_on(RUN_LOOP.scope(None, async move { mode.execute_code(&code).await }))
         });
         outcome.map(|o| texts(&o)).map_err(errors::to_py)
     }
@@ -154,7 +155,9 @@ impl NativeCodeMode {
     /// `ls(path)` of the tree the guest sees.
     fn ls(&self, path: &str) -> PyResult<Vec<String>> {
         let catalog = self.catalog()?;
-        catalog.ls(path).map_err(|e| PyValueError::new_err(e.to_string()))
+        catalog
+            .ls(path)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// `read(path)` of the tree the guest sees.

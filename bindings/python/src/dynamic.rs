@@ -16,7 +16,8 @@ pub(crate) struct NativeDynamicTools {
 }
 
 fn json(text: &str, what: &str) -> PyResult<Value> {
-    serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("{what} is not JSON: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| PyValueError::new_err(format!("{what} is not JSON: {e}")))
 }
 
 fn scope(text: &str) -> PyResult<Scope> {
@@ -108,7 +109,13 @@ impl NativeDynamicTools {
     }
 
     /// Activates version `manifest_id` of `name` in `scope` (needs `approve`).
-    fn activate(&self, name: &str, scope_name: &str, manifest_id: &str, approve: bool) -> PyResult<String> {
+    fn activate(
+        &self,
+        name: &str,
+        scope_name: &str,
+        manifest_id: &str,
+        approve: bool,
+    ) -> PyResult<String> {
         self.tools
             .activate(name, scope(scope_name)?, manifest_id, approve)
             .map(|m| record(&m))

@@ -12,7 +12,12 @@ type Key = (GuestKind, PathBuf, PathBuf);
 
 /// The engine for `guest` loaded from `wasm`, caching compiled artifacts in `cache_dir`.
 /// Loading runs without the GIL (a first compile takes seconds).
-pub(crate) fn engine(py: Python<'_>, guest: &str, wasm: PathBuf, cache_dir: PathBuf) -> PyResult<Engine> {
+pub(crate) fn engine(
+    py: Python<'_>,
+    guest: &str,
+    wasm: PathBuf,
+    cache_dir: PathBuf,
+) -> PyResult<Engine> {
     static ENGINES: Mutex<Option<HashMap<Key, Engine>>> = Mutex::new(None);
     let kind: GuestKind = guest
         .parse()

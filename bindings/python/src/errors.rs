@@ -5,16 +5,66 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
-create_exception!(codecell, CodecellError, PyException, "Base class of every codecell error.");
-create_exception!(codecell, GuestNotBuilt, CodecellError, "The guest interpreter's .wasm file is missing.");
-create_exception!(codecell, EngineError, CodecellError, "The engine failed to load, compile or instantiate a guest.");
-create_exception!(codecell, CatalogError, CodecellError, "The tools do not make a valid catalog (names, schemas).");
-create_exception!(codecell, DynamicToolError, CodecellError, "A dynamic-tool operation was refused or failed.");
-create_exception!(codecell, ApprovalRequired, DynamicToolError, "Promotion, activation or rollback without approve=True.");
-create_exception!(codecell, ToolNotFound, DynamicToolError, "No dynamic tool (or version) of that name.");
-create_exception!(codecell, PolicyViolation, DynamicToolError, "A dynamic tool's source breaks the policy.");
-create_exception!(codecell, InvalidArguments, DynamicToolError, "Arguments (or a result) do not match the tool's schema.");
-create_exception!(codecell, InterpreterShuttingDown, CodecellError, "The run's result arrived after the interpreter began shutting down.");
+create_exception!(
+    codecell,
+    CodecellError,
+    PyException,
+    "Base class of every codecell error."
+);
+create_exception!(
+    codecell,
+    GuestNotBuilt,
+    CodecellError,
+    "The guest interpreter's .wasm file is missing."
+);
+create_exception!(
+    codecell,
+    EngineError,
+    CodecellError,
+    "The engine failed to load, compile or instantiate a guest."
+);
+create_exception!(
+    codecell,
+    CatalogError,
+    CodecellError,
+    "The tools do not make a valid catalog (names, schemas)."
+);
+create_exception!(
+    codecell,
+    DynamicToolError,
+    CodecellError,
+    "A dynamic-tool operation was refused or failed."
+);
+create_exception!(
+    codecell,
+    ApprovalRequired,
+    DynamicToolError,
+    "Promotion, activation or rollback without approve=True."
+);
+create_exception!(
+    codecell,
+    ToolNotFound,
+    DynamicToolError,
+    "No dynamic tool (or version) of that name."
+);
+create_exception!(
+    codecell,
+    PolicyViolation,
+    DynamicToolError,
+    "A dynamic tool's source breaks the policy."
+);
+create_exception!(
+    codecell,
+    InvalidArguments,
+    DynamicToolError,
+    "Arguments (or a result) do not match the tool's schema."
+);
+create_exception!(
+    codecell,
+    InterpreterShuttingDown,
+    CodecellError,
+    "The run's result arrived after the interpreter began shutting down."
+);
 
 /// Adds the exception classes to the module under their public names.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -28,7 +78,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ToolNotFound", py.get_type::<ToolNotFound>())?;
     m.add("PolicyViolation", py.get_type::<PolicyViolation>())?;
     m.add("InvalidArguments", py.get_type::<InvalidArguments>())?;
-    m.add("InterpreterShuttingDown", py.get_type::<InterpreterShuttingDown>())?;
+    m.add(
+        "InterpreterShuttingDown",
+        py.get_type::<InterpreterShuttingDown>(),
+    )?;
     Ok(())
 }
 

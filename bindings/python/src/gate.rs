@@ -18,7 +18,9 @@ static STATE: Mutex<State> = Mutex::new(State {
 static LEFT: Condvar = Condvar::new();
 
 fn state() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Runs `f` attached to the interpreter, or returns `None` when it is shutting down.

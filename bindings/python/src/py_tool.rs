@@ -85,7 +85,9 @@ impl Handler for PyToolHandler {
             match started {
                 Ok(Some(Ok(()))) => {}
                 Ok(Some(Err(e))) => {
-                    return Err(HandlerError::new(format!("the tool's dispatcher failed: {e}")));
+                    return Err(HandlerError::new(format!(
+                        "the tool's dispatcher failed: {e}"
+                    )));
                 }
                 Ok(None) => {
                     return Err(HandlerError::new("the Python interpreter is shutting down"));
