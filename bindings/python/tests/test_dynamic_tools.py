@@ -88,3 +88,15 @@ def test_a_model_defined_tool_called_from_code_mode(store: codecell.DynamicTools
 def test_a_session_id_is_required(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="session"):
         codecell.DynamicTools(tmp_path, session="")
+
+
+def test_a_corrupt_store_file_is_reported_not_loaded(tmp_path: Path) -> None:
+    store = codecell.DynamicTools(tmp_path, session="s1", project="p1")
+    store.define(DOUBLE)
+    store.promote("double", "project", approve=True)
+    assert store.load_errors() == []
+    planted = tmp_path / "scoped" / "manifests" / ("dyn-" + "0" * 64 + ".json")
+    planted.write_text("{not json")
+    reopened = codecell.DynamicTools(tmp_path, session="s2", project="p1")
+    assert reopened.invoke("double", {"x": 2}) == {"value": 4}  # the good version still serves
+    assert any(planted.name in e for e in reopened.load_errors()), reopened.load_errors()

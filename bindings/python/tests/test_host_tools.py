@@ -157,3 +157,21 @@ def test_an_invalid_schema_is_a_catalog_error(bad: dict) -> None:
     t = codecell.Tool("t", "", bad, print)
     with pytest.raises(codecell.CatalogError):
         codecell.CodeMode(tools=[t])
+
+
+def test_a_tool_may_run_code_mode_itself_sync_and_async() -> None:
+    inner = codecell.CodeMode()
+
+    @codecell.tool
+    def nested(code: str) -> str:
+        """Runs code in another sandbox."""
+        return inner.execute_code(code).stdout
+
+    mode = codecell.CodeMode(tools=[nested])
+    snippet = "print(call_tool('main', 'nested', code='print(6 * 7)'))"
+    assert mode.execute_code(snippet).stdout == "42\n\n"
+
+    async def main() -> str:
+        return (await mode.execute_code_async(snippet)).stdout
+
+    assert asyncio.run(main()) == "42\n\n"
