@@ -47,7 +47,9 @@ def main() -> None:
     # A fresh virtualenv each time: the suite tests the wheel as a user installs it.
     test_python = make_venv(WORK / "test-venv", [wheel, *TEST_TOOLS], fresh=True)
     env = dict(os.environ)
-    env.setdefault("CODECELL_CACHE_DIR", str(WORK / "cache"))
+    # The Rust tests' cache (the engine's default beside target/guests): same guests, same
+    # engine configuration, so the compiled artifacts are reused instead of compiled again.
+    env.setdefault("CODECELL_CACHE_DIR", str(ROOT / "target" / "guests" / "cache"))
     # Run from the tests directory, not the source tree, so `import codecell` is the wheel's.
     done = subprocess.run([str(test_python), "-m", "pytest", "-q", str(HERE / "tests"), *sys.argv[1:]],
                           cwd=HERE / "tests", env=env)
