@@ -18,6 +18,10 @@
 //! (a misspelt `input_schema` must not silently become "no schema"), except MCP's `title` and
 //! `annotations` and a top-level `$schema`, which are ignored. Every error names the file, the JSON
 //! path and the problem.
+//!
+//! A top-level `"mcpServers"` (upstream MCP servers, as Claude Desktop and Cursor list them) may
+//! join or replace `"categories"`: codecell-mcp starts the servers and passes their tools to
+//! [`Catalog::from_json_with_servers`]; the other loaders refuse it, since they cannot start them.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -257,9 +261,18 @@ fn walk(
     root: &Value,
     base_dir: &Path,
     resolver: Option<DynamicResolver<'_>>,
+    servers: Option<&[ServerCategory]>,
 ) -> Result<CatalogBuilder, Problem> {
     let top = object(root, "$")?;
-    check_keys(top, "$", &["categories"], &["$schema"])?;
+    check_keys(top, "$", &["categories", "mcpServers"], &["$schema"])?;
+    if servers.is_none() && top.contains_key("mcpServers") {
+        return Err(problem(
+            "mcpServers",
+            "upstream MCP servers are started by codecell-mcp (`codecell_mcp::load_catalog`, \
+             which the codecell CLI uses); this loader cannot start them",
+        ));
+    }
+    let empty = Vec::new();
     let cats = match top.get("categories") {
         Some(Value::Array(c)) => c,
         Some(v) => {
@@ -268,6 +281,7 @@ fn walk(
                 format!("must be an array, found {}", kind(v)),
             ));
         }
+        None if top.contains_key("mcpServers") => &empty,
         None => return Err(problem("$", "missing field \"categories\"")),
     };
     let mut builder = Catalog::builder();
@@ -318,14 +332,58 @@ fn walk(
             builder = builder.tool(name, spec, handler);
         }
     }
+    for server in servers.unwrap_or_default() {
+        builder = builder.category(&server.name, &server.description);
+        for (spec, handler) in &server.tools {
+            builder = builder.tool(&server.name, spec.clone(), handler.clone());
+        }
+    }
     Ok(builder)
 }
 
-fn json_path(w: Where) -> String {
+/// Where a problem is, as a JSON path: the file's categories come first, then the servers'.
+fn json_path(w: Where, file_categories: usize, servers: &[ServerCategory]) -> String {
+    let server = |i: usize| {
+        let name = servers
+            .get(i - file_categories)
+            .map_or("", |s| s.name.as_str());
+        format!("mcpServers.{}", shorten(name, 60))
+    };
     match w {
         Where::Catalog => "categories".to_string(),
+        Where::Category(i, field) if i >= file_categories => format!("{}.{field}", server(i)),
+        Where::Tool(i, j, field) if i >= file_categories => {
+            let tool = servers
+                .get(i - file_categories)
+                .and_then(|s| s.tools.get(j))
+                .map_or("", |t| t.0.name.as_str());
+            format!("{} tool {:?}: {field}", server(i), shorten(tool, 60))
+        }
         Where::Category(i, field) => format!("categories[{i}].{field}"),
         Where::Tool(i, j, field) => format!("categories[{i}].tools[{j}].{field}"),
+    }
+}
+
+/// One upstream MCP server of a catalog file's `"mcpServers"`, as the category a loader made
+/// of it (codecell-mcp does); it comes after the file's own categories.
+pub struct ServerCategory {
+    /// The server's key in `"mcpServers"`: the category name.
+    pub name: String,
+    /// The category description.
+    pub description: String,
+    /// Its tools, each with the handler that calls the server.
+    pub tools: Vec<(ToolSpec, Arc<dyn Handler>)>,
+}
+
+impl std::fmt::Debug for ServerCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerCategory")
+            .field("name", &self.name)
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| &t.0.name).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
     }
 }
 
@@ -335,6 +393,7 @@ pub(crate) fn parse(
     base_dir: &Path,
     origin: &str,
     resolver: Option<DynamicResolver<'_>>,
+    servers: Option<&[ServerCategory]>,
 ) -> Result<Catalog, CatalogError> {
     if text.len() as u64 > MAX_CATALOG_FILE_BYTES {
         return Err(CatalogError::TooLarge {
@@ -352,19 +411,22 @@ pub(crate) fn parse(
     // Commands run with this as their working directory: it must not depend on ours.
     let base: PathBuf = std::path::absolute(base_dir).unwrap_or_else(|_| base_dir.to_path_buf());
     let builder =
-        walk(&root, &base, resolver).map_err(|(path, message)| CatalogError::Invalid {
+        walk(&root, &base, resolver, servers).map_err(|(path, message)| CatalogError::Invalid {
             origin: origin.to_string(),
             path,
             message,
         })?;
-    builder.build_located(origin, &json_path)
+    let file_categories = root
+        .get("categories")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let servers = servers.unwrap_or_default();
+    builder.build_located(origin, &|w| json_path(w, file_categories, servers))
 }
 
-/// Reads a catalog file (bounded) and parses it.
-pub(crate) fn load(
-    path: &Path,
-    resolver: Option<DynamicResolver<'_>>,
-) -> Result<Catalog, CatalogError> {
+/// Reads a catalog file, bounded by [`MAX_CATALOG_FILE_BYTES`]: its text, and the directory
+/// its relative commands resolve against.
+pub fn read_catalog_file(path: &Path) -> Result<(String, PathBuf), CatalogError> {
     let origin = path.display().to_string();
     let io = |source| CatalogError::Io {
         origin: origin.clone(),
@@ -379,7 +441,22 @@ pub(crate) fn load(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    parse(&text, &base_dir, &origin, resolver)
+    Ok((text, base_dir))
+}
+
+/// Reads a catalog file (bounded) and parses it.
+pub(crate) fn load(
+    path: &Path,
+    resolver: Option<DynamicResolver<'_>>,
+) -> Result<Catalog, CatalogError> {
+    let (text, base_dir) = read_catalog_file(path)?;
+    parse(
+        &text,
+        &base_dir,
+        &path.display().to_string(),
+        resolver,
+        None,
+    )
 }
 
 impl Catalog {
@@ -402,7 +479,7 @@ impl Catalog {
         base_dir: &Path,
         origin: &str,
     ) -> Result<Catalog, CatalogError> {
-        parse(text, base_dir, origin, None)
+        parse(text, base_dir, origin, None, None)
     }
 
     /// Parses catalog text, resolving `{"dynamic": name}` handlers with `resolver`.
@@ -412,6 +489,18 @@ impl Catalog {
         origin: &str,
         resolver: DynamicResolver<'_>,
     ) -> Result<Catalog, CatalogError> {
-        parse(text, base_dir, origin, Some(resolver))
+        parse(text, base_dir, origin, Some(resolver), None)
+    }
+
+    /// Parses catalog text whose `"mcpServers"` the caller has already turned into `servers`,
+    /// one category each (codecell-mcp does; the other loaders refuse `"mcpServers"`).
+    pub fn from_json_with_servers(
+        text: &str,
+        base_dir: &Path,
+        origin: &str,
+        resolver: Option<DynamicResolver<'_>>,
+        servers: &[ServerCategory],
+    ) -> Result<Catalog, CatalogError> {
+        parse(text, base_dir, origin, resolver, Some(servers))
     }
 }

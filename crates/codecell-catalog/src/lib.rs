@@ -79,7 +79,10 @@ pub use complexity::{
     MAX_INSTANCE_DEPTH, MAX_SCHEMA_BRANCHES, MAX_SCHEMA_EXPANSION, instance_depth_limit,
 };
 pub use error::{CallError, CatalogError, HandlerError, PathError};
-pub use file::{DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES, MAX_ENV_VARS};
+pub use file::{
+    DynamicResolver, MAX_ARG_BYTES, MAX_ARGV, MAX_CATALOG_FILE_BYTES, MAX_ENV_VARS, ServerCategory,
+    read_catalog_file,
+};
 pub use handler::{Handler, HandlerFuture, async_handler_fn, handler_fn};
 pub use path::{MAX_PATH_BYTES, MAX_PATH_SEGMENTS, TreePath};
 pub use schema::{

@@ -37,15 +37,16 @@ pub enum CatalogCommand {
     },
 }
 
-fn load(arg: &CatalogArg) -> Result<Catalog, Failure> {
-    Catalog::from_file(&arg.tools).map_err(|e| Failure::input(e.to_string()))
+async fn load(arg: &CatalogArg) -> Result<Catalog, Failure> {
+    crate::store_args::load_catalog(&arg.tools, None).await
 }
 
-pub fn run(cmd: CatalogCommand) -> Result<ExitCode, Failure> {
+pub async fn run(cmd: CatalogCommand) -> Result<ExitCode, Failure> {
     match cmd {
         CatalogCommand::Ls { path, catalog } => {
             let path = path.unwrap_or_else(|| "tools/".to_string());
-            let entries = load(&catalog)?
+            let entries = load(&catalog)
+                .await?
                 .ls(&path)
                 .map_err(|e| Failure::input(e.to_string()))?;
             for entry in entries {
@@ -53,13 +54,14 @@ pub fn run(cmd: CatalogCommand) -> Result<ExitCode, Failure> {
             }
         }
         CatalogCommand::Read { path, catalog } => {
-            let text = load(&catalog)?
+            let text = load(&catalog)
+                .await?
                 .read(&path)
                 .map_err(|e| Failure::input(e.to_string()))?;
             out::stdout(&text)?;
         }
         CatalogCommand::Prompt { catalog } => {
-            out::line(&codecell::system_prompt_for(&load(&catalog)?))?;
+            out::line(&codecell::system_prompt_for(&load(&catalog).await?))?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@ mod failure;
 mod input;
 mod out;
 mod run_cmd;
+mod serve_cmd;
 mod store_args;
 mod validate_cmd;
 
@@ -39,6 +40,8 @@ enum Command {
     /// Define, invoke and govern dynamic tools in a manifest store.
     #[command(subcommand)]
     Tool(dynamic_cmd::ToolCommand),
+    /// Serve `execute_code` (and dynamic tools) as an MCP server on stdio or HTTP.
+    Serve(serve_cmd::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,7 +68,8 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     match cli.command {
         Some(Command::Run(args)) => run_cmd::run(args).await,
-        Some(Command::Tools(cmd)) => catalog_cmd::run(cmd),
+        Some(Command::Tools(cmd)) => catalog_cmd::run(cmd).await,
+        Some(Command::Serve(args)) => serve_cmd::run(args).await,
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
         None => Err(Failure::input(

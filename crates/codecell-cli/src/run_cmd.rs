@@ -79,7 +79,7 @@ impl LimitArgs {
 pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let code = read_text(&args.file, MAX_SNIPPET_BYTES)?;
     let catalog = match &args.tools {
-        Some(path) => Some(args.dynamic.load_catalog(path, args.guest)?),
+        Some(path) => Some(args.dynamic.load_catalog(path, args.guest).await?),
         None => None,
     };
     // One run per process: an instance made ahead for a next run would be wasted work.

@@ -50,11 +50,10 @@ pub struct DynamicStoreArgs {
 }
 
 impl DynamicStoreArgs {
-    /// Loads a catalog file; with `--store`, its dynamic handlers are that store's tools, run
-    /// in `guest` (the same guest as the snippet).
-    pub fn load_catalog(&self, path: &Path, guest: GuestKind) -> Result<Catalog, Failure> {
+    /// Opens the store the flags name, if they name one, with an engine for `guest`.
+    pub fn open(&self, guest: GuestKind) -> Result<Option<DynamicTools>, Failure> {
         let (Some(store), Some(session)) = (&self.store, &self.session) else {
-            return Catalog::from_file(path).map_err(|e| Failure::input(e.to_string()));
+            return Ok(None);
         };
         let options = registry_options(
             store,
@@ -62,10 +61,28 @@ impl DynamicStoreArgs {
             self.project.as_deref(),
             self.store_key_file.as_deref(),
         )?;
-        open(options, Some(guest))?
-            .load_catalog(path)
-            .map_err(|e| Failure::input(e.to_string()))
+        open(options, Some(guest)).map(Some)
     }
+
+    /// Loads a catalog file; with `--store`, its dynamic handlers are that store's tools, run
+    /// in `guest` (the same guest as the snippet).
+    pub async fn load_catalog(&self, path: &Path, guest: GuestKind) -> Result<Catalog, Failure> {
+        load_catalog(path, self.open(guest)?.as_ref()).await
+    }
+}
+
+/// Loads a catalog file, starting its `"mcpServers"`; `store` answers `{"dynamic": name}`.
+pub async fn load_catalog(path: &Path, store: Option<&DynamicTools>) -> Result<Catalog, Failure> {
+    let resolver = store.map(|store| store.resolver());
+    let resolver = resolver
+        .as_ref()
+        .map(|r| r as codecell::DynamicResolver<'_>);
+    codecell_mcp::load_catalog(path, resolver)
+        .await
+        .map_err(|e| match e {
+            codecell_mcp::UpstreamError::Start { .. } => Failure::host(e.to_string()),
+            _ => Failure::input(e.to_string()),
+        })
 }
 
 impl StoreArgs {

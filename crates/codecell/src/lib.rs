@@ -27,8 +27,8 @@ pub use setup::{ToolDefinition, code_mode_from_tools};
 pub use wasm_runner::WasmToolRunner;
 
 pub use codecell_catalog::{
-    Catalog, CatalogBuilder, CatalogError, CommandHandler, Handler, HandlerError, HandlerFuture,
-    ToolSpec, async_handler_fn, handler_fn,
+    Catalog, CatalogBuilder, CatalogError, CommandHandler, DynamicResolver, Handler, HandlerError,
+    HandlerFuture, ServerCategory, ToolSpec, async_handler_fn, handler_fn, read_catalog_file,
 };
 pub use codecell_engine::{
     ALL_GUESTS, BUILD_COMMAND, Engine, EngineBuilder, EngineError, ErrorReport, Failure, GuestKind,

@@ -4,3 +4,4 @@ mod attacks;
 mod common;
 mod dynamic;
 mod run;
+mod serve;

@@ -1,0 +1,103 @@
+//! `codecell serve`: `execute_code` (and, with `--store`, dynamic tools) as an MCP server.
+//! Stdout is the protocol on stdio, so everything else goes to stderr, at `--log-level`.
+
+use crate::failure::Failure;
+use crate::run_cmd::LimitArgs;
+use crate::store_args::{DynamicStoreArgs, load_catalog};
+use clap::{Args, ValueEnum};
+use codecell::{CodeMode, Engine, GuestKind};
+use codecell_mcp::{CodecellServer, HttpOptions};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Tool catalog (JSON) behind ls/read/call_tool; its `mcpServers` start now.
+    #[arg(long)]
+    tools: Option<PathBuf>,
+    /// Guest interpreter.
+    #[arg(long, default_value = "cpython")]
+    guest: GuestKind,
+    #[command(flatten)]
+    limits: LimitArgs,
+    /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// With `--http`: a `Host` name (or `host:port`) to serve besides the loopback names;
+    /// repeatable. Needed when clients reach the server by another name.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// What to log on stderr.
+    #[arg(long, default_value = "warn")]
+    log_level: LogLevel,
+    /// `--store DIR --session ID [--project ID]`: also offer define_tool, list_dynamic_tools
+    /// and invoke_dynamic_tool, and resolve the catalog's `{"dynamic": name}` handlers.
+    #[command(flatten)]
+    dynamic: DynamicStoreArgs,
+}
+
+/// How much `codecell serve` logs.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    fn filter(self) -> tracing::level_filters::LevelFilter {
+        use tracing::level_filters::LevelFilter;
+        match self {
+            LogLevel::Error => LevelFilter::ERROR,
+            LogLevel::Warn => LevelFilter::WARN,
+            LogLevel::Info => LevelFilter::INFO,
+            LogLevel::Debug => LevelFilter::DEBUG,
+        }
+    }
+}
+
+pub async fn run(args: ServeArgs) -> Result<ExitCode, Failure> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(args.log_level.filter())
+        .with_ansi(false)
+        .init();
+    let store = args.dynamic.open(args.guest)?;
+    let catalog = match &args.tools {
+        Some(path) => Some(load_catalog(path, store.as_ref()).await?),
+        None => None,
+    };
+    let engine = Engine::builder()
+        .guest(args.guest)
+        .build()
+        .map_err(Failure::engine)?;
+    let code_mode = match catalog {
+        Some(catalog) => CodeMode::new(engine, catalog),
+        None => CodeMode::without_tools(engine),
+    }
+    .with_limits(args.limits.limits());
+    let mut server = CodecellServer::new(code_mode);
+    if let Some(store) = store {
+        server = server.with_dynamic_tools(store);
+    }
+    let served = match args.http {
+        None => codecell_mcp::serve_stdio(server).await,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| Failure::input(format!("cannot listen on {addr}: {e}")))?;
+            let local = listener.local_addr().unwrap_or(addr);
+            let mut options = HttpOptions::default();
+            options.allowed_hosts.extend(args.allow_hosts);
+            // Scripts that bind port 0 read the address from here.
+            crate::out::stderr(&format!("codecell: serving MCP at http://{local}/mcp\n"));
+            // Runs until the process is ended (Ctrl-C, SIGTERM): the server holds no state to save.
+            codecell_mcp::serve_http(server, listener, &options, CancellationToken::new()).await
+        }
+    };
+    served.map_err(|e| Failure::host(e.to_string()))?;
+    Ok(ExitCode::SUCCESS)
+}
