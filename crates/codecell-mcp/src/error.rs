@@ -19,14 +19,14 @@ pub enum ServeError {
     /// The engine could not run the code (guest not built, engine failure).
     #[error("cannot run the code: {0}")]
     Run(#[source] codecell::Error),
-    /// Transport or I/O failure.
+    /// The transport failed.
     #[error("{context}: {source}")]
-    Io {
+    Transport {
         /// What was being done.
-        context: String,
-        /// The I/O error.
+        context: &'static str,
+        /// rmcp's error.
         #[source]
-        source: std::io::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 

@@ -30,16 +30,17 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `server` over stdin and stdout until the client closes them.
 pub async fn serve_stdio(server: CodecellServer) -> Result<(), ServeError> {
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| ServeError::Io {
-            context: "cannot start the MCP session on stdio".to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-    running.waiting().await.map_err(|e| ServeError::Io {
-        context: "the MCP session on stdio failed".to_string(),
-        source: std::io::Error::other(e.to_string()),
+    let running =
+        server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| ServeError::Transport {
+                context: "cannot start the MCP session on stdio",
+                source: Box::new(e),
+            })?;
+    running.waiting().await.map_err(|e| ServeError::Transport {
+        context: "the MCP session on stdio failed",
+        source: Box::new(e),
     })?;
     Ok(())
 }

@@ -8,13 +8,15 @@
 //! }}
 //! ```
 //!
-//! Each key becomes a category. Besides `command`, `args` and `env`, a server takes `cwd`
-//! (relative to the catalog file), `description` (the category's, else the server's own
-//! title), `timeout_ms` (each call, default [`DEFAULT_CALL_TIMEOUT`]) and `startup_timeout_ms`
-//! (spawn, `initialize` and `tools/list`, default [`DEFAULT_STARTUP_TIMEOUT`]). `"disabled":
-//! true` skips a server; `type` (`"stdio"`) and the clients' own `autoApprove` / `alwaysAllow`
-//! are accepted and ignored, so a configuration can be pasted as it is. Any other field is
-//! refused. Servers reached by `url` (streamable HTTP) are refused for now: run them over stdio.
+//! Each key becomes a category. A server is a program (`command`, `args`, `env`, `cwd`
+//! relative to the catalog file) spoken to over stdio, or a `url` (`http://…`, streamable HTTP,
+//! with `headers`). Either takes `description` (the category's, else the server's own title),
+//! `timeout_ms` (each call, default [`DEFAULT_CALL_TIMEOUT`]) and `startup_timeout_ms`
+//! (`initialize` and `tools/list`, default [`DEFAULT_STARTUP_TIMEOUT`]). `"disabled": true`
+//! skips a server; `type` (`"stdio"`, `"http"`, `"streamable-http"`) and the clients' own
+//! `autoApprove` / `alwaysAllow` are accepted, so a configuration can be pasted as it is. Any
+//! other field is refused. `https://` URLs are refused: this build has no TLS client (put a
+//! local proxy in front, or run the server over stdio).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +43,8 @@ const FIELDS: &[&str] = &[
     "args",
     "env",
     "cwd",
+    "url",
+    "headers",
     "description",
     "timeout_ms",
     "startup_timeout_ms",
@@ -49,20 +53,13 @@ const FIELDS: &[&str] = &[
 ];
 const IGNORED: &[&str] = &["autoApprove", "alwaysAllow"];
 
-/// One upstream server: how to start it and how long to wait for it.
+/// One upstream server: how to reach it and how long to wait for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     /// The key in `"mcpServers"`: the category name.
     pub name: String,
-    /// The program; looked up on `PATH` unless it contains a path separator (then relative to
-    /// the catalog file's directory).
-    pub command: PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Its whole environment besides `PATH` (and `SystemRoot` on Windows).
-    pub env: BTreeMap<String, String>,
-    /// Its working directory (default: the catalog file's directory).
-    pub cwd: PathBuf,
+    /// How it is reached.
+    pub transport: Transport,
     /// The category description, when given.
     pub description: Option<String>,
     /// Each call's timeout.
@@ -99,16 +96,34 @@ pub fn parse(servers: &Value, base_dir: &Path) -> Result<Vec<ServerConfig>, (Str
     Ok(out)
 }
 
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A program spoken to over its stdin and stdout.
+    Stdio {
+        /// The program; looked up on `PATH` unless it contains a path separator (then
+        /// relative to the catalog file's directory).
+        command: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its whole environment besides `PATH` (and `SystemRoot` on Windows).
+        env: BTreeMap<String, String>,
+        /// Its working directory (default: the catalog file's directory).
+        cwd: PathBuf,
+    },
+    /// A streamable-HTTP endpoint.
+    Http {
+        /// `http://host:port/path`.
+        url: String,
+        /// Sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
 fn server(name: &str, entry: &Map<String, Value>, base_dir: &Path) -> Result<ServerConfig, String> {
     if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
         return Err("a server name must be 1 to 128 bytes without control characters".to_string());
-    }
-    if entry.contains_key("url") {
-        return Err(
-            "servers reached by \"url\" (streamable HTTP) are not supported yet; run the server \
-             over stdio with \"command\""
-                .to_string(),
-        );
     }
     if let Some(key) = entry
         .keys()
@@ -120,16 +135,88 @@ fn server(name: &str, entry: &Map<String, Value>, base_dir: &Path) -> Result<Ser
             FIELDS.join(", ")
         ));
     }
-    match entry.get("type") {
-        None => {}
-        Some(Value::String(t)) if t == "stdio" => {}
+    let http = match entry.get("type") {
+        None => entry.contains_key("url"),
+        Some(Value::String(t)) if t == "stdio" => false,
+        Some(Value::String(t)) if t == "http" || t == "streamable-http" => true,
         Some(other) => {
             return Err(format!(
-                "type must be \"stdio\", found {}",
+                "type must be \"stdio\", \"http\" or \"streamable-http\", found {}",
                 clip(&other.to_string())
             ));
         }
+    };
+    let transport = if http {
+        http_transport(entry)?
+    } else {
+        stdio_transport(entry, base_dir)?
+    };
+    Ok(ServerConfig {
+        name: name.to_string(),
+        transport,
+        description: string(entry, "description")?.map(str::to_string),
+        call_timeout: timeout(entry, "timeout_ms")?.unwrap_or(DEFAULT_CALL_TIMEOUT),
+        startup_timeout: timeout(entry, "startup_timeout_ms")?.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
+    })
+}
+
+fn refuse_fields(entry: &Map<String, Value>, fields: &[&str], kind: &str) -> Result<(), String> {
+    match fields.iter().find(|f| entry.contains_key(**f)) {
+        Some(field) => Err(format!(
+            "{field:?} does not apply to a server reached by {kind}"
+        )),
+        None => Ok(()),
     }
+}
+
+fn http_transport(entry: &Map<String, Value>) -> Result<Transport, String> {
+    refuse_fields(entry, &["command", "args", "env", "cwd"], "url")?;
+    let url = string(entry, "url")?.ok_or("missing field \"url\"")?;
+    if url.starts_with("https://") {
+        return Err(
+            "https:// servers need a TLS client, which this build does not have: reach the \
+             server through a local proxy, or run it over stdio"
+                .to_string(),
+        );
+    }
+    if !url.starts_with("http://") {
+        return Err(format!(
+            "url must start with http://, found {:?}",
+            clip(url)
+        ));
+    }
+    let headers = match entry.get("headers") {
+        None => BTreeMap::new(),
+        Some(Value::Object(headers)) if headers.len() <= MAX_ARGS => headers
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s)
+                    if http::HeaderName::from_bytes(k.as_bytes()).is_ok()
+                        && http::HeaderValue::from_str(s).is_ok() =>
+                {
+                    Ok((k.clone(), s.clone()))
+                }
+                _ => Err(format!(
+                    "headers {:?}: must be a valid header name with a string value of visible \
+                     ASCII",
+                    clip(k)
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(format!(
+                "headers must be an object of at most {MAX_ARGS} strings"
+            ));
+        }
+    };
+    Ok(Transport::Http {
+        url: url.to_string(),
+        headers,
+    })
+}
+
+fn stdio_transport(entry: &Map<String, Value>, base_dir: &Path) -> Result<Transport, String> {
+    refuse_fields(entry, &["url", "headers"], "command")?;
     let command = string(entry, "command")?.ok_or("missing field \"command\"")?;
     if command.is_empty() {
         return Err("command must not be empty".to_string());
@@ -189,15 +276,11 @@ fn server(name: &str, entry: &Map<String, Value>, base_dir: &Path) -> Result<Ser
         Some(dir) => base_dir.join(dir),
         None => base_dir.to_path_buf(),
     };
-    Ok(ServerConfig {
-        name: name.to_string(),
+    Ok(Transport::Stdio {
         command,
         args,
         env,
         cwd,
-        description: string(entry, "description")?.map(str::to_string),
-        call_timeout: timeout(entry, "timeout_ms")?.unwrap_or(DEFAULT_CALL_TIMEOUT),
-        startup_timeout: timeout(entry, "startup_timeout_ms")?.unwrap_or(DEFAULT_STARTUP_TIMEOUT),
     })
 }
 
@@ -238,10 +321,19 @@ mod tests {
         let servers = json!({"time": {"command": "uvx", "args": ["mcp-server-time"],
             "env": {"TZ": "UTC"}, "autoApprove": [], "type": "stdio"}});
         let parsed = parse(&servers, Path::new("/cat")).unwrap();
-        assert_eq!(parsed[0].command, PathBuf::from("uvx"));
-        assert_eq!(parsed[0].args, ["mcp-server-time"]);
-        assert_eq!(parsed[0].env["TZ"], "UTC");
-        assert_eq!(parsed[0].cwd, PathBuf::from("/cat"));
+        let Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } = &parsed[0].transport
+        else {
+            panic!("a stdio server: {parsed:?}");
+        };
+        assert_eq!(command, &PathBuf::from("uvx"));
+        assert_eq!(args, &["mcp-server-time"]);
+        assert_eq!(env["TZ"], "UTC");
+        assert_eq!(cwd, &PathBuf::from("/cat"));
         assert_eq!(parsed[0].call_timeout, DEFAULT_CALL_TIMEOUT);
     }
 
@@ -249,7 +341,17 @@ mod tests {
     fn a_misspelt_field_a_url_server_and_a_bad_timeout_are_refused_naming_the_server() {
         for (entry, needle) in [
             (json!({"command": "x", "arg": []}), "unknown field \"arg\""),
-            (json!({"url": "http://h/mcp"}), "not supported yet"),
+            (json!({"url": "https://h/mcp"}), "TLS"),
+            (json!({"url": "ftp://h"}), "must start with http://"),
+            (
+                json!({"url": "http://h", "command": "x"}),
+                "\"command\" does not apply",
+            ),
+            (
+                json!({"url": "http://h", "headers": {"bad name": "x"}}),
+                "headers \"bad name\"",
+            ),
+            (json!({"command": "x", "type": "sse"}), "type must be"),
             (
                 json!({"command": "x", "timeout_ms": 0}),
                 "timeout_ms must be",
@@ -269,7 +371,22 @@ mod tests {
                              "local": {"command": "./bin/server", "cwd": "work"}});
         let parsed = parse(&servers, Path::new("/cat")).unwrap();
         assert_eq!(parsed.len(), 1);
-        assert_eq!(parsed[0].command, PathBuf::from("/cat/./bin/server"));
-        assert_eq!(parsed[0].cwd, PathBuf::from("/cat/work"));
+        let Transport::Stdio { command, cwd, .. } = &parsed[0].transport else {
+            panic!("a stdio server: {parsed:?}");
+        };
+        assert_eq!(command, &PathBuf::from("/cat/./bin/server"));
+        assert_eq!(cwd, &PathBuf::from("/cat/work"));
+    }
+
+    #[test]
+    fn a_url_server_takes_headers_and_a_cursor_style_entry_needs_no_type() {
+        let servers = json!({"remote": {"url": "http://127.0.0.1:3001/mcp",
+                                        "headers": {"Authorization": "Bearer t"}}});
+        let parsed = parse(&servers, Path::new(".")).unwrap();
+        let Transport::Http { url, headers } = &parsed[0].transport else {
+            panic!("an HTTP server: {parsed:?}");
+        };
+        assert_eq!(url, "http://127.0.0.1:3001/mcp");
+        assert_eq!(headers["Authorization"], "Bearer t");
     }
 }

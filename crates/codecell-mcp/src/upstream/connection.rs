@@ -1,23 +1,29 @@
-//! One upstream MCP server over stdio: started when the catalog loads (its `tools/list` makes
-//! the stubs), restarted on the next call after it dies, each call under its timeout.
+//! One upstream MCP server, over stdio or streamable HTTP: connected when the catalog loads (its
+//! `tools/list` makes the stubs), reconnected (a program restarted) on the next call after the
+//! connection dies, each call under its timeout.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use codecell::{Handler, HandlerError, HandlerFuture};
+use http::{HeaderName, HeaderValue};
 use process_wrap::tokio::{CommandWrap, KillOnDrop};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use super::config::ServerConfig;
+use super::config::{ServerConfig, Transport};
 
 /// How much of a server's stderr is kept, to explain why it failed.
 const STDERR_TAIL_BYTES: usize = 2048;
+/// How long a server that failed to start gets to finish writing its stderr.
+const STDERR_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The last bytes a server wrote to stderr.
 #[derive(Default)]
@@ -123,12 +129,55 @@ impl Upstream {
     }
 
     async fn connect(&self) -> Result<RunningService<RoleClient, ()>, String> {
-        let config = &self.config;
-        let mut command = tokio::process::Command::new(&config.command);
-        command
-            .args(&config.args)
-            .current_dir(&config.cwd)
-            .env_clear();
+        let mut drained = None;
+        let served = match &self.config.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let (transport, drain) = self.spawn(command, args, env, cwd)?;
+                drained = drain;
+                ().serve(transport).await
+            }
+            Transport::Http { url, headers } => {
+                let headers = headers
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        Some((
+                            HeaderName::from_bytes(k.as_bytes()).ok()?,
+                            HeaderValue::from_str(v).ok()?,
+                        ))
+                    })
+                    .collect::<HashMap<_, _>>();
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(headers);
+                ().serve(StreamableHttpClientTransport::from_config(config))
+                    .await
+            }
+        };
+        match served {
+            Ok(running) => Ok(running),
+            Err(e) => {
+                // A server that exited at once has said why on stderr: read it to the end.
+                if let Some(drain) = drained {
+                    let _ = tokio::time::timeout(STDERR_WAIT, drain).await;
+                }
+                Err(self.failed(&format!("`initialize` failed: {e}")))
+            }
+        }
+    }
+
+    fn spawn(
+        &self,
+        program: &Path,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+        cwd: &Path,
+    ) -> Result<(TokioChildProcess, Option<tokio::task::JoinHandle<()>>), String> {
+        let mut command = tokio::process::Command::new(program);
+        command.args(args).current_dir(cwd).env_clear();
         // As for command tools: the host's PATH (so `npx`, `uvx` resolve), nothing else of its
         // environment but what the configuration lists.
         for name in [
@@ -140,7 +189,7 @@ impl Upstream {
                 command.env(name, value);
             }
         }
-        command.envs(&config.env);
+        command.envs(env);
         let mut command = CommandWrap::from(command);
         command.wrap(KillOnDrop);
         // The server's own children (`npx` starts `node`) go with it.
@@ -151,8 +200,8 @@ impl Upstream {
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", config.command.display()))?;
-        if let Some(mut stderr) = stderr {
+            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+        let drain = stderr.map(|mut stderr| {
             let tail = self.stderr.clone();
             tokio::spawn(async move {
                 let mut buffer = [0u8; 1024];
@@ -162,11 +211,9 @@ impl Upstream {
                     }
                     tail.push(&buffer[..n]);
                 }
-            });
-        }
-        ().serve(transport)
-            .await
-            .map_err(|e| self.failed(&format!("`initialize` failed: {e}")))
+            })
+        });
+        Ok((transport, drain))
     }
 
     async fn call(&self, tool: &str, args: Value) -> Result<Value, HandlerError> {

@@ -221,3 +221,73 @@ async fn mcp_servers_entries_are_checked_and_the_plain_loader_refuses_them() {
         "{error}"
     );
 }
+
+/// server-everything in its streamable-HTTP mode on a free port, killed on drop.
+struct HttpEverything(std::process::Child, u16);
+
+impl HttpEverything {
+    fn start() -> HttpEverything {
+        use std::io::BufRead;
+        require_mcp_servers();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = crate::common::root()
+            .join("target/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        let mut child = std::process::Command::new("node")
+            .arg(script)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("node starts");
+        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        for line in stderr.lines() {
+            if line.unwrap().contains("listening on port") {
+                break;
+            }
+        }
+        HttpEverything(child, port)
+    }
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_server_reached_by_url_over_streamable_http_is_a_category_too() {
+    let server = HttpEverything::start();
+    let dir = tempfile::tempdir().unwrap();
+    let catalog_file = write_catalog(
+        dir.path(),
+        serde_json::json!({"remote": {"url": format!("http://127.0.0.1:{}/mcp", server.1),
+                                      "headers": {"X-Codecell-Test": "1"}}}),
+    );
+    let catalog = load_catalog(&catalog_file, None).await.unwrap();
+    let echo = catalog.read("tools/remote/echo.py").unwrap();
+    assert!(echo.contains("def echo(message: str)"), "{echo}");
+    let outcome = run(
+        &catalog,
+        "from tools.remote import echo\nprint(echo(message='over http'))\n\
+         print(call_tool('remote', 'get-sum', a=1, b=2))",
+    )
+    .await;
+    assert_eq!(
+        outcome.stdout, "Echo: over http\nThe sum of 1 and 2 is 3.\n",
+        "{outcome:?}"
+    );
+
+    let https = write_catalog(
+        dir.path(),
+        serde_json::json!({"r": {"url": "https://example.com/mcp"}}),
+    );
+    let error = load_catalog(&https, None).await.unwrap_err();
+    assert!(error.to_string().contains("TLS"), "{error}");
+}
