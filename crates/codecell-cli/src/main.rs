@@ -3,9 +3,11 @@
 //! Exit status: 0 ok, 1 guest error or limit, 2 bad input (unreadable file, bad catalog),
 //! 3 host failure (guest not built, engine error).
 
+mod batch_cmd;
 mod catalog_cmd;
 mod dynamic_cmd;
 mod failure;
+mod fuzz_cmd;
 mod input;
 mod out;
 mod run_cmd;
@@ -32,11 +34,16 @@ struct Cli {
 enum Command {
     /// Run a snippet (a file, or `-` for stdin) in a fresh guest.
     Run(run_cmd::RunArgs),
+    /// Run JSON Lines of programs (`{"id", "code"}` …), one outcome line per program.
+    Batch(batch_cmd::BatchArgs),
     /// Show what the guest and the model see of a tool catalog.
     #[command(subcommand)]
     Tools(catalog_cmd::CatalogCommand),
     /// Check dynamic-tool source against the policy (exit 0 with its imports, 1 with the violation).
     Validate(validate_cmd::ValidateArgs),
+    /// Fuzz codecell itself (`fuzz diff`: native python3 against both guests).
+    #[command(subcommand)]
+    Fuzz(fuzz_cmd::FuzzCommand),
     /// Define, invoke and govern dynamic tools in a manifest store.
     #[command(subcommand)]
     Tool(dynamic_cmd::ToolCommand),
@@ -68,10 +75,12 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     }
     match cli.command {
         Some(Command::Run(args)) => run_cmd::run(args).await,
+        Some(Command::Batch(args)) => batch_cmd::run(args).await,
         Some(Command::Tools(cmd)) => catalog_cmd::run(cmd).await,
         Some(Command::Serve(args)) => serve_cmd::run(args).await,
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
+        Some(Command::Fuzz(cmd)) => fuzz_cmd::run(cmd).await,
         None => Err(Failure::input(
             "no command given; try `codecell --help`".to_string(),
         )),

@@ -33,30 +33,44 @@ pub struct RunArgs {
     dynamic: DynamicStoreArgs,
 }
 
-/// The limit flags; each replaces one field of [`Limits::default`].
-#[derive(Args, Debug, Default)]
+/// The limit flags; each replaces one field of [`Limits::default`]. `codecell batch` reads the
+/// same names (snake_case, or as the flags are spelt) from a program's `"limits"` object.
+#[derive(Args, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LimitArgs {
     /// Fuel (wasm instructions) for the run.
     #[arg(long)]
     fuel: Option<u64>,
     /// Memory cap in MiB.
     #[arg(long)]
+    #[serde(alias = "memory-mb")]
     memory_mb: Option<usize>,
     /// Wall-clock deadline in milliseconds.
     #[arg(long)]
+    #[serde(alias = "timeout-ms")]
     timeout_ms: Option<u64>,
     /// Output cap in bytes.
     #[arg(long)]
+    #[serde(alias = "max-output-bytes")]
     max_output_bytes: Option<usize>,
     /// Maximum number of tool calls.
     #[arg(long)]
+    #[serde(alias = "max-tool-calls")]
     max_tool_calls: Option<u32>,
+    /// Make the run reproducible: seeded randomness and virtual clocks (see the README).
+    #[arg(long)]
+    #[serde(skip)]
+    seed: Option<u64>,
 }
 
 impl LimitArgs {
     /// [`Limits::default`] with the flags given applied.
     pub fn limits(&self) -> Limits {
-        let mut limits = Limits::default();
+        self.apply_to(Limits::default())
+    }
+
+    /// `limits` with the flags given applied.
+    pub fn apply_to(&self, mut limits: Limits) -> Limits {
         if let Some(v) = self.fuel {
             limits.fuel = v;
         }
@@ -71,6 +85,9 @@ impl LimitArgs {
         }
         if let Some(v) = self.max_tool_calls {
             limits.max_tool_calls = v;
+        }
+        if self.seed.is_some() {
+            limits.seed = self.seed;
         }
         limits
     }

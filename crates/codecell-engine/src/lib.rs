@@ -19,6 +19,8 @@
 //! | `host.rs` | `ls`, `read`, `call_tool`: the guest's only way out, with every guest-sized buffer bounded |
 //! | [`CallerBudget`] (`budget.rs`) | what a run has left, for a tool that starts a nested run (a dynamic tool): its fuel is charged back |
 //! | `output.rs`, `memory_limit.rs` | the output cap and the memory cap, enforced on the host side of the wall |
+//! | [`run_batch`] (`batch.rs`) | a stream of programs in, outcomes out, a bounded number in flight |
+//! | `determinism.rs` | a seeded run's generators and virtual clocks ([`Limits::seed`]) |
 //! | `warm.rs` | the next run's instance, made ahead of time; never called before its run |
 //! | `pool.rs`, `artifact_cache.rs`, `preinit.rs` | the pooling allocator, the compiled-artifact cache, and RustPython's one-time snapshot |
 //! | [`Outcome`], [`Failure`], [`ErrorReport`] (`outcome.rs`) | what the caller gets; its `--json` form is the CLI contract |
@@ -32,10 +34,12 @@
 //! — a run past its deadline is never reported `ok`.
 
 mod artifact_cache;
+mod batch;
 mod bindings;
 mod budget;
 mod builder;
 mod config;
+mod determinism;
 mod ending;
 mod engine;
 mod error;
@@ -51,8 +55,10 @@ mod run;
 mod state;
 mod warm;
 
+pub use batch::{BatchItem, BatchOptions, BatchRun, run_batch};
 pub use budget::CallerBudget;
 pub use builder::EngineBuilder;
+pub use determinism::{VIRTUAL_EPOCH_SECS, VIRTUAL_TICK};
 pub use ending::{MAX_REPORT_KIND_BYTES, MAX_REPORT_MESSAGE_BYTES, MAX_REPORT_TRACEBACK_BYTES};
 pub use engine::Engine;
 pub use error::EngineError;

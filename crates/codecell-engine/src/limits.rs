@@ -14,6 +14,7 @@ use std::time::Duration;
 /// | `max_tool_args_bytes` | 1 MiB per call | that call raises `ToolError` in the guest |
 /// | `max_tool_result_bytes` | 1 MiB per call | that call raises `ToolError` in the guest |
 /// | `recursion_limit` | 500 Python frames | `RecursionError` in the guest |
+/// | `seed` | none: real randomness and clocks | with a seed, the run is deterministic (`determinism.rs`) |
 ///
 /// The output cap ends the run rather than silently dropping the rest: a snippet that floods
 /// output is burning its budget on text nobody will read, and the caller is told exactly where
@@ -36,6 +37,9 @@ pub struct Limits {
     pub max_tool_result_bytes: usize,
     /// Python recursion limit set at the start of the run.
     pub recursion_limit: u32,
+    /// Makes the run reproducible: WASI random (so `os.urandom`, `random`, `uuid4`) is drawn
+    /// from a generator seeded with it, and the clocks the guest sees are virtual.
+    pub seed: Option<u64>,
 }
 
 impl Default for Limits {
@@ -49,6 +53,7 @@ impl Default for Limits {
             max_tool_args_bytes: 1 << 20,
             max_tool_result_bytes: 1 << 20,
             recursion_limit: 500,
+            seed: None,
         }
     }
 }

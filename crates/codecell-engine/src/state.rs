@@ -1,5 +1,6 @@
 //! The data a run's `Store` carries: WASI context, capture buffers, limits and the tool record.
 
+use crate::determinism::make_deterministic;
 use crate::limits::Limits;
 use crate::memory_limit::MemoryLimiter;
 use crate::outcome::ToolCallRecord;
@@ -27,17 +28,22 @@ pub(crate) struct RunState {
 
 impl RunState {
     /// A state whose WASI context holds nothing: no preopened directories, no environment, no
-    /// arguments, no network, empty stdin. Only stdout/stderr (captured), clocks and randomness.
+    /// arguments, no network, empty stdin. Only stdout/stderr (captured), clocks and randomness
+    /// (seeded generators and virtual clocks when the limits carry a seed).
     pub(crate) fn new(limits: &Limits, catalog: Option<Catalog>) -> Self {
         let stdout = CappedOutput::new(limits.max_output_bytes);
         let stderr = CappedOutput::new(limits.max_output_bytes);
-        let wasi = WasiCtx::builder()
+        let mut builder = WasiCtx::builder();
+        builder
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+            .allow_ip_name_lookup(false);
+        if let Some(seed) = limits.seed {
+            make_deterministic(&mut builder, seed);
+        }
+        let wasi = builder.build();
         RunState {
             wasi,
             table: ResourceTable::new(),

@@ -27,7 +27,12 @@ impl Drop for Refilling {
 
 impl Engine {
     /// Takes the warm instance, armed for a run with `limits` and `catalog`, if there is one.
+    /// A seeded run never takes it: its WASI context was built with the host's randomness and
+    /// clocks, before the seed was known.
     pub(crate) fn take_warm(&self, limits: &Limits, catalog: Option<Catalog>) -> Option<Warm> {
+        if limits.seed.is_some() {
+            return None;
+        }
         let mut warm = self.inner.warm.as_ref()?.lock().ok()?.take()?;
         if !warm.store.data_mut().rearm(limits, catalog) {
             // Its memory is already over this run's cap: let the caller instantiate afresh.

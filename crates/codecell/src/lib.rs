@@ -31,8 +31,9 @@ pub use codecell_catalog::{
     HandlerFuture, ServerCategory, ToolSpec, async_handler_fn, handler_fn, read_catalog_file,
 };
 pub use codecell_engine::{
-    ALL_GUESTS, BUILD_COMMAND, Engine, EngineBuilder, EngineError, ErrorReport, Failure, GuestKind,
-    LimitKind, Limits, Outcome, Status, ToolCallRecord, ToolRun,
+    ALL_GUESTS, BUILD_COMMAND, BatchItem, BatchOptions, BatchRun, Engine, EngineBuilder,
+    EngineError, ErrorReport, Failure, GuestKind, LimitKind, Limits, Outcome, Status,
+    ToolCallRecord, ToolRun, VIRTUAL_EPOCH_SECS, VIRTUAL_TICK, run_batch,
 };
 pub use codecell_manifest::canonical;
 pub use codecell_manifest::{

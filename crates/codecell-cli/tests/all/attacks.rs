@@ -3,6 +3,7 @@
 //! memory and 2 MiB of output per process, and no run past its deadline (plus the time a process
 //! takes to load the guest). `tests/all/attacks.rs` at the root checks each attack's ending.
 
+use crate::common::run;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -25,70 +26,6 @@ fn attacks() -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
-}
-
-/// What one process did: its exit status, bytes printed and (on Unix) its own peak RSS.
-struct Ran {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    peak_rss: u64,
-}
-
-/// Runs `command` to the end; on Unix reaps it with `wait4`, which reports that one child's
-/// peak RSS (getrusage over all children would count the guest compilation of the warm-up).
-fn run(mut command: std::process::Command) -> Ran {
-    use std::io::Read;
-    use std::process::Stdio;
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("codecell starts");
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = err.read_to_end(&mut bytes);
-        bytes
-    });
-    let mut stdout = Vec::new();
-    let _ = child.stdout.take().unwrap().read_to_end(&mut stdout);
-    let stderr = reader.join().unwrap();
-    #[cfg(unix)]
-    {
-        let mut status = 0;
-        // SAFETY: wait4 writes only the status and the rusage it is given.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let pid = child.id() as libc::pid_t;
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        assert_eq!(rc, pid, "wait4");
-        let max = u64::try_from(usage.ru_maxrss).unwrap_or(0);
-        // Linux reports kilobytes; macOS, bytes.
-        let peak_rss = if cfg!(target_os = "macos") {
-            max
-        } else {
-            max * 1024
-        };
-        let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-        // Reaped by wait4 above: std must not wait for it again.
-        std::mem::forget(child);
-        Ran {
-            code,
-            stdout,
-            stderr,
-            peak_rss,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let code = child.wait().expect("codecell ends").code();
-        Ran {
-            code,
-            stdout,
-            stderr,
-            peak_rss: 0,
-        }
-    }
 }
 
 #[test]

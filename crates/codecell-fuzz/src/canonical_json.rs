@@ -1,0 +1,57 @@
+//! Canonical JSON (the manifest ids' hash input) on arbitrary text.
+
+use codecell_manifest::canonical::{canonicalize_str, parse_exact, to_string};
+
+/// Panics if canonical JSON is not a fixed point, or disagrees with serde_json on a document
+/// both accept.
+pub fn check(data: &[u8]) {
+    let Some(text) = crate::text(data) else {
+        return;
+    };
+    if let Ok(canonical) = canonicalize_str(text) {
+        assert_eq!(
+            canonicalize_str(&canonical).as_deref(),
+            Ok(canonical.as_str()),
+            "canonical form is not a fixed point"
+        );
+        let reparsed: serde_json::Value =
+            serde_json::from_str(&canonical).expect("canonical JSON is JSON");
+        if let Ok(exact) = parse_exact(text) {
+            assert_eq!(
+                to_string(&exact),
+                canonical,
+                "two canonical forms of one document"
+            );
+            assert!(same(&exact, &reparsed), "{exact} != {reparsed}");
+        }
+    }
+    if let (Ok(exact), Ok(theirs)) = (
+        parse_exact(text),
+        serde_json::from_str::<serde_json::Value>(text),
+    ) {
+        assert!(
+            same(&exact, &theirs),
+            "parse_exact {exact} != serde_json {theirs}"
+        );
+    }
+}
+
+/// Equal values, numbers compared by value (serde_json's float parsing is not always the
+/// correctly rounded one without its `float_roundtrip` feature: one ULP is allowed).
+fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value::*;
+    match (a, b) {
+        (Number(x), Number(y)) => match (x.as_f64(), y.as_f64()) {
+            _ if x == y => true,
+            (Some(x), Some(y)) if x.is_finite() && y.is_finite() => {
+                x == y || (x - y).abs() <= f64::EPSILON * x.abs().max(y.abs())
+            }
+            _ => false,
+        },
+        (Array(x), Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
+        (Object(x), Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
