@@ -13,7 +13,7 @@ mod progress;
 use crate::failure::Failure;
 use crate::run_cmd::LimitArgs;
 use clap::Args;
-use codecell::{BatchOptions, Catalog, EngineError, GuestKind, Outcome, run_batch};
+use codecell::{BatchOptions, EngineError, GuestKind, Outcome, run_batch};
 use lines::{Entry, Programs};
 use progress::Progress;
 use std::io::Write;
@@ -49,7 +49,7 @@ pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
         .unwrap_or_else(|| BatchOptions::default().concurrency)
         .max(1);
     let catalog = match &args.tools {
-        Some(path) => Some(Catalog::from_file(path).map_err(|e| Failure::input(e.to_string()))?),
+        Some(path) => Some(crate::store_args::load_catalog(path, None).await?),
         None => None,
     };
     let programs = Programs::open(&args.file, args.guest, args.limits.limits(), catalog, jobs)?;

@@ -237,3 +237,34 @@ fn a_taken_or_bad_listen_address_is_bad_input() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("cannot listen on"));
 }
+
+/// One raw HTTP/1.1 request; returns the status line.
+fn raw_request(url: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.lines().next().unwrap_or_default().to_string()
+}
+
+#[test]
+fn http_refuses_a_foreign_host_header_and_answers_404_off_the_mcp_path() {
+    let server = HttpServer::start(&[]);
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let rebinding = format!(
+        "POST /mcp HTTP/1.1\r\nHost: attacker.example\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let status = raw_request(&server.url, &rebinding);
+    assert!(
+        status.contains(" 403 ") || status.contains(" 421 "),
+        "{status}"
+    );
+    let elsewhere = "GET /admin HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    let status = raw_request(&server.url, elsewhere);
+    assert!(status.contains(" 404 "), "{status}");
+}
