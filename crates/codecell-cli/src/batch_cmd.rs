@@ -11,13 +11,12 @@ mod lines;
 mod progress;
 
 use crate::failure::Failure;
-use crate::run_cmd::LimitArgs;
+use crate::run_cmd::SandboxArgs;
 use clap::Args;
-use codecell::{BatchOptions, EngineError, GuestKind, Outcome, run_batch};
+use codecell::{BatchOptions, EngineError, Outcome, run_batch};
 use lines::{Entry, Programs};
 use progress::Progress;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::sync::mpsc;
 
@@ -32,15 +31,9 @@ pub struct BatchArgs {
     /// Write outcomes in input order (default: in the order runs complete).
     #[arg(long)]
     ordered: bool,
-    /// Tool catalog (JSON) behind ls/read/call_tool, for every program.
-    #[arg(long)]
-    tools: Option<PathBuf>,
-    /// Guest for programs that name none.
-    #[arg(long, default_value = "cpython")]
-    guest: GuestKind,
-    /// Limits (and seed) for programs that set none of their own.
+    /// The catalog behind every program, and the guest and limits of those that set none.
     #[command(flatten)]
-    limits: LimitArgs,
+    sandbox: SandboxArgs,
 }
 
 pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
@@ -48,11 +41,16 @@ pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
         .jobs
         .unwrap_or_else(|| BatchOptions::default().concurrency)
         .max(1);
-    let catalog = match &args.tools {
+    let SandboxArgs {
+        tools,
+        guest,
+        limits,
+    } = &args.sandbox;
+    let catalog = match tools {
         Some(path) => Some(crate::store_args::load_catalog(path, None).await?),
         None => None,
     };
-    let programs = Programs::open(&args.file, args.guest, args.limits.limits(), catalog, jobs)?;
+    let programs = Programs::open(&args.file, *guest, limits.limits(), catalog, jobs)?;
     let (tx, rx) = mpsc::channel(jobs.saturating_mul(2));
     // The reader: a thread of its own, so a slow file or stdin never holds up a runtime worker.
     let reader = std::thread::spawn(move || {

@@ -17,20 +17,29 @@ const MAX_SNIPPET_BYTES: u64 = 1 << 20;
 pub struct RunArgs {
     /// The snippet file, or `-` to read it from stdin.
     file: String,
-    /// Tool catalog (JSON) behind ls/read/call_tool.
-    #[arg(long)]
-    tools: Option<PathBuf>,
-    /// Guest interpreter.
-    #[arg(long, default_value = "cpython")]
-    guest: GuestKind,
     #[command(flatten)]
-    limits: LimitArgs,
+    sandbox: SandboxArgs,
     /// Print the outcome as one JSON object.
     #[arg(long)]
     json: bool,
     /// `--store DIR --session ID [--project ID]`: the catalog's `{"dynamic": name}` handlers.
     #[command(flatten)]
     dynamic: DynamicStoreArgs,
+}
+
+/// The flags of every command that runs code (`run`, `serve`, `batch`): the catalog, the guest
+/// and the limits.
+#[derive(Args, Debug)]
+pub struct SandboxArgs {
+    /// Tool catalog (JSON) behind ls/read/call_tool; its `mcpServers` start when it loads.
+    #[arg(long)]
+    pub tools: Option<PathBuf>,
+    /// Guest interpreter (for `batch`: of the programs that name none).
+    #[arg(long, default_value = "cpython")]
+    pub guest: GuestKind,
+    /// The limits (for `batch`: of the programs that set none of their own).
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// The limit flags; each replaces one field of [`Limits::default`]. `codecell batch` reads the
@@ -95,13 +104,18 @@ impl LimitArgs {
 
 pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let code = read_text(&args.file, MAX_SNIPPET_BYTES)?;
-    let catalog = match &args.tools {
-        Some(path) => Some(args.dynamic.load_catalog(path, args.guest).await?),
+    let SandboxArgs {
+        tools,
+        guest,
+        limits,
+    } = &args.sandbox;
+    let catalog = match tools {
+        Some(path) => Some(args.dynamic.load_catalog(path, *guest).await?),
         None => None,
     };
     // One run per process: an instance made ahead for a next run would be wasted work.
     let engine = Engine::builder()
-        .guest(args.guest)
+        .guest(*guest)
         .warm_instance(false)
         .build()
         .map_err(Failure::engine)?;
@@ -109,7 +123,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
         Some(catalog) => CodeMode::new(engine, catalog),
         None => CodeMode::without_tools(engine),
     }
-    .with_limits(args.limits.limits());
+    .with_limits(limits.limits());
     let outcome = code_mode.execute_code(&code).await.map_err(|e| match e {
         codecell::Error::Engine(e) => Failure::engine(e),
         other => Failure::host(other.to_string()),

@@ -2,26 +2,19 @@
 //! Stdout is the protocol on stdio, so everything else goes to stderr, at `--log-level`.
 
 use crate::failure::Failure;
-use crate::run_cmd::LimitArgs;
+use crate::run_cmd::SandboxArgs;
 use crate::store_args::{DynamicStoreArgs, load_catalog};
 use clap::{Args, ValueEnum};
-use codecell::{CodeMode, Engine, GuestKind};
+use codecell::{CodeMode, Engine};
 use codecell_mcp::{CodecellServer, HttpOptions};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Tool catalog (JSON) behind ls/read/call_tool; its `mcpServers` start now.
-    #[arg(long)]
-    tools: Option<PathBuf>,
-    /// Guest interpreter.
-    #[arg(long, default_value = "cpython")]
-    guest: GuestKind,
     #[command(flatten)]
-    limits: LimitArgs,
+    sandbox: SandboxArgs,
     /// Serve streamable HTTP at `http://ADDR/mcp` instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
@@ -65,20 +58,25 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, Failure> {
         .with_max_level(args.log_level.filter())
         .with_ansi(false)
         .init();
-    let store = args.dynamic.open(args.guest)?;
-    let catalog = match &args.tools {
+    let SandboxArgs {
+        tools,
+        guest,
+        limits,
+    } = &args.sandbox;
+    let store = args.dynamic.open(*guest)?;
+    let catalog = match tools {
         Some(path) => Some(load_catalog(path, store.as_ref()).await?),
         None => None,
     };
     let engine = Engine::builder()
-        .guest(args.guest)
+        .guest(*guest)
         .build()
         .map_err(Failure::engine)?;
     let code_mode = match catalog {
         Some(catalog) => CodeMode::new(engine, catalog),
         None => CodeMode::without_tools(engine),
     }
-    .with_limits(args.limits.limits());
+    .with_limits(limits.limits());
     let mut server = CodecellServer::new(code_mode);
     if let Some(store) = store {
         server = server.with_dynamic_tools(store);
