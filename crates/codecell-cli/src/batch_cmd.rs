@@ -41,16 +41,15 @@ pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
         .jobs
         .unwrap_or_else(|| BatchOptions::default().concurrency)
         .max(1);
-    let SandboxArgs {
-        tools,
-        guest,
-        limits,
-    } = &args.sandbox;
-    let catalog = match tools {
-        Some(path) => Some(crate::store_args::load_catalog(path, None).await?),
-        None => None,
-    };
-    let programs = Programs::open(&args.file, *guest, limits.limits(), catalog, jobs)?;
+    let sandbox = &args.sandbox;
+    let catalog = sandbox.catalog(None).await?;
+    let programs = Programs::open(
+        &args.file,
+        sandbox.guest,
+        sandbox.limits.limits(),
+        catalog,
+        jobs,
+    )?;
     let (tx, rx) = mpsc::channel(jobs.saturating_mul(2));
     // The reader: a thread of its own, so a slow file or stdin never holds up a runtime worker.
     let reader = std::thread::spawn(move || {

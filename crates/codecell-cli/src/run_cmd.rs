@@ -3,9 +3,9 @@
 use crate::failure::{Failure, GUEST_FAILED};
 use crate::input::read_text;
 use crate::out;
-use crate::store_args::DynamicStoreArgs;
+use crate::store_args::{DynamicStoreArgs, load_catalog};
 use clap::Args;
-use codecell::{CodeMode, Engine, GuestKind, Limits, Outcome};
+use codecell::{Catalog, CodeMode, DynamicTools, Engine, GuestKind, Limits, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,6 +40,35 @@ pub struct SandboxArgs {
     /// The limits (for `batch`: of the programs that set none of their own).
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+impl SandboxArgs {
+    /// Loads `--tools`, when given, starting its `mcpServers`; `store` answers its
+    /// `{"dynamic": name}` handlers.
+    pub async fn catalog(&self, store: Option<&DynamicTools>) -> Result<Option<Catalog>, Failure> {
+        match &self.tools {
+            Some(path) => Ok(Some(load_catalog(path, store).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Code mode over `catalog` in a new engine for `--guest`, held to the limit flags.
+    pub fn code_mode(
+        &self,
+        catalog: Option<Catalog>,
+        warm_instance: bool,
+    ) -> Result<CodeMode, Failure> {
+        let engine = Engine::builder()
+            .guest(self.guest)
+            .warm_instance(warm_instance)
+            .build()
+            .map_err(Failure::engine)?;
+        Ok(match catalog {
+            Some(catalog) => CodeMode::new(engine, catalog),
+            None => CodeMode::without_tools(engine),
+        }
+        .with_limits(self.limits.limits()))
+    }
 }
 
 /// The limit flags; each replaces one field of [`Limits::default`]. `codecell batch` reads the
@@ -104,26 +133,10 @@ impl LimitArgs {
 
 pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let code = read_text(&args.file, MAX_SNIPPET_BYTES)?;
-    let SandboxArgs {
-        tools,
-        guest,
-        limits,
-    } = &args.sandbox;
-    let catalog = match tools {
-        Some(path) => Some(args.dynamic.load_catalog(path, *guest).await?),
-        None => None,
-    };
+    let store = args.dynamic.open(args.sandbox.guest)?;
+    let catalog = args.sandbox.catalog(store.as_ref()).await?;
     // One run per process: an instance made ahead for a next run would be wasted work.
-    let engine = Engine::builder()
-        .guest(*guest)
-        .warm_instance(false)
-        .build()
-        .map_err(Failure::engine)?;
-    let code_mode = match catalog {
-        Some(catalog) => CodeMode::new(engine, catalog),
-        None => CodeMode::without_tools(engine),
-    }
-    .with_limits(limits.limits());
+    let code_mode = args.sandbox.code_mode(catalog, false)?;
     let outcome = code_mode.execute_code(&code).await.map_err(|e| match e {
         codecell::Error::Engine(e) => Failure::engine(e),
         other => Failure::host(other.to_string()),

@@ -3,9 +3,8 @@
 
 use crate::failure::Failure;
 use crate::run_cmd::SandboxArgs;
-use crate::store_args::{DynamicStoreArgs, load_catalog};
+use crate::store_args::DynamicStoreArgs;
 use clap::{Args, ValueEnum};
-use codecell::{CodeMode, Engine};
 use codecell_mcp::{CodecellServer, HttpOptions};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -58,25 +57,9 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, Failure> {
         .with_max_level(args.log_level.filter())
         .with_ansi(false)
         .init();
-    let SandboxArgs {
-        tools,
-        guest,
-        limits,
-    } = &args.sandbox;
-    let store = args.dynamic.open(*guest)?;
-    let catalog = match tools {
-        Some(path) => Some(load_catalog(path, store.as_ref()).await?),
-        None => None,
-    };
-    let engine = Engine::builder()
-        .guest(*guest)
-        .build()
-        .map_err(Failure::engine)?;
-    let code_mode = match catalog {
-        Some(catalog) => CodeMode::new(engine, catalog),
-        None => CodeMode::without_tools(engine),
-    }
-    .with_limits(limits.limits());
+    let store = args.dynamic.open(args.sandbox.guest)?;
+    let catalog = args.sandbox.catalog(store.as_ref()).await?;
+    let code_mode = args.sandbox.code_mode(catalog, true)?;
     let mut server = CodecellServer::new(code_mode);
     if let Some(store) = store {
         server = server.with_dynamic_tools(store);

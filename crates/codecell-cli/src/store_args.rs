@@ -63,12 +63,6 @@ impl DynamicStoreArgs {
         )?;
         open(options, Some(guest)).map(Some)
     }
-
-    /// Loads a catalog file; with `--store`, its dynamic handlers are that store's tools, run
-    /// in `guest` (the same guest as the snippet).
-    pub async fn load_catalog(&self, path: &Path, guest: GuestKind) -> Result<Catalog, Failure> {
-        load_catalog(path, self.open(guest)?.as_ref()).await
-    }
 }
 
 /// Loads a catalog file, starting its `"mcpServers"`; `store` answers `{"dynamic": name}`.
