@@ -6,6 +6,7 @@ use crate::config::{base_config, linker};
 use crate::engine::{Engine, Inner};
 use crate::error::EngineError;
 use crate::guest::GuestKind;
+use crate::metering::{EpochTicker, Metering};
 use crate::pool;
 use crate::preinit;
 use std::path::PathBuf;
@@ -20,15 +21,18 @@ use tokio::sync::Semaphore;
 /// - the guest gets no preopened directories, no environment, no arguments, no network and an
 ///   empty stdin; stdout and stderr are captured in memory up to the run's output cap;
 /// - its only imports beyond that are `ls`, `read` and `call_tool`, backed by the run's catalog;
-/// - fuel metering is always on, and a running guest yields to the async runtime every
-///   10 million units of fuel, where its deadline is checked;
+/// - every run has a wall-clock deadline, and a running guest yields to the async runtime about
+///   every millisecond, where the deadline is checked (by epoch interruption, or by fuel when
+///   the engine meters fuel: [`EngineBuilder::metering`]);
 /// - the store's limiter holds linear memory to the run's cap and bounds tables and instances;
 /// - every run gets a fresh instance, never used before, even when it was made ahead of time
 ///   (the warm instance).
 ///
 /// What can be chosen: which guest to load and from where, where to cache its compiled form,
-/// how many runs may hold an instance at once (64; more wait their turn) and whether to keep a
-/// warm instance (the guest's default: CPython yes, RustPython no).
+/// how many runs may hold an instance at once (64; more wait their turn), whether to keep a
+/// warm instance (the guest's default: CPython yes, RustPython no) and the metering (default
+/// [`Metering::Epoch`]: the deadline only; [`Metering::Fuel`] adds an exact instruction budget
+/// at a cost in guest speed).
 ///
 /// ```
 /// use codecell_engine::{Engine, GuestKind, Limits};
@@ -53,6 +57,7 @@ pub struct EngineBuilder {
     cache_dir: Option<PathBuf>,
     max_concurrent_runs: u32,
     warm_instance: Option<bool>,
+    metering: Metering,
 }
 
 impl Engine {
@@ -70,6 +75,7 @@ impl Default for EngineBuilder {
             cache_dir: None,
             max_concurrent_runs: pool::DEFAULT_MAX_CONCURRENT_RUNS,
             warm_instance: None,
+            metering: Metering::default(),
         }
     }
 }
@@ -111,6 +117,16 @@ impl EngineBuilder {
         self
     }
 
+    /// How running guests are metered (default [`Metering::Epoch`]): epoch interruption keeps
+    /// the deadline at full guest speed but enforces no [`crate::Limits::fuel`] and reports
+    /// `fuel_used` as 0; [`Metering::Fuel`] enforces the fuel budget exactly and reports it, at
+    /// about a third of a tight loop's time (`docs/performance.md`). Each has its own compiled
+    /// artifact in the cache.
+    pub fn metering(mut self, metering: Metering) -> Self {
+        self.metering = metering;
+        self
+    }
+
     /// Loads (or compiles and caches) the guest.
     pub fn build(self) -> Result<Engine, EngineError> {
         let wasm = self.wasm_path.unwrap_or_else(|| self.guest.default_path());
@@ -130,9 +146,15 @@ impl EngineBuilder {
                     .unwrap_or_else(|| PathBuf::from("cache"))
             });
 
-        let mut config = base_config();
+        let mut config = base_config(self.metering);
         config.allocation_strategy(pool::strategy(self.max_concurrent_runs));
         let wasmtime = wasmtime::Engine::new(&config)?;
+        let ticker = match self.metering {
+            Metering::Epoch => Some(
+                EpochTicker::start(&wasmtime).map_err(EngineError::EpochTicker)?,
+            ),
+            Metering::Fuel => None,
+        };
 
         let linker = linker(&wasmtime)?;
         let prepare = |bytes: &[u8]| preinit::preinitialize(&wasm, bytes);
@@ -160,6 +182,8 @@ impl EngineBuilder {
                 slots: Arc::new(Semaphore::new(self.max_concurrent_runs as usize)),
                 warm: warm.then(|| Mutex::new(None)),
                 refilling: AtomicBool::new(false),
+                metering: self.metering,
+                _ticker: ticker,
             }),
         })
     }

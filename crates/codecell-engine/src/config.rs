@@ -1,27 +1,23 @@
 //! The wasmtime configuration every engine running a guest shares, the pre-initialiser's
-//! included: fuel metering, the component model, stack sizes and the linker.
+//! included: metering, the component model, stack sizes and the linker.
 
 use crate::bindings::Sandbox;
 use crate::error::EngineError;
+use crate::metering::Metering;
 use crate::state::RunState;
 use wasmtime::component::{HasSelf, Linker};
-
-/// Fuel a running guest burns between yields to the async runtime (about 1–3 ms of guest
-/// work): how often a CPU-bound guest lets other tasks run and has its deadline checked.
-///
-/// Deadlines ride on fuel rather than on epoch interruption: the epoch checks compiled into
-/// every loop and function entry cost 5–10% of guest speed, where the fuel checks are already
-/// there for the fuel limit.
-pub(crate) const YIELD_FUEL: u64 = 10_000_000;
 
 /// Native wasm stack per run (virtual memory, committed only as used).
 const MAX_WASM_STACK: usize = 8 << 20;
 
 /// The wasmtime settings every engine running a guest shares, the pre-initialiser's included:
-/// fuel metering, the component model and the wasm stack sizes.
-pub(crate) fn base_config() -> wasmtime::Config {
+/// `metering`, the component model and the wasm stack sizes.
+pub(crate) fn base_config(metering: Metering) -> wasmtime::Config {
     let mut config = wasmtime::Config::new();
-    config.consume_fuel(true);
+    match metering {
+        Metering::Epoch => config.epoch_interruption(true),
+        Metering::Fuel => config.consume_fuel(true),
+    };
     config.wasm_component_model(true);
     // CPython's own C-recursion guard (about 1 MB of its shadow stack) must trip before wasm's
     // native stack runs out, so deep nesting in json/repr is a catchable RecursionError rather

@@ -2,10 +2,10 @@
 //! pool, and sets up the store every instance lives in.
 
 use crate::bindings::{Sandbox, SandboxPre};
-use crate::config::YIELD_FUEL;
 use crate::error::EngineError;
 use crate::guest::GuestKind;
 use crate::limits::Limits;
+use crate::metering::{EpochTicker, Metering, YIELD_FUEL};
 use crate::state::RunState;
 use codecell_catalog::Catalog;
 use std::path::PathBuf;
@@ -34,13 +34,17 @@ pub(crate) struct Inner {
     pub(crate) warm: Option<Mutex<Option<Warm>>>,
     /// Set while a background task is making the warm instance.
     pub(crate) refilling: AtomicBool,
+    /// How running guests are metered.
+    pub(crate) metering: Metering,
+    /// Advances the epoch while the engine lives (epoch metering only).
+    pub(crate) _ticker: Option<EpochTicker>,
 }
 
 /// The code-mode engine: cheap to clone, shared by every run in the process.
 ///
 /// Runs are futures: they must be polled inside a tokio runtime with timers enabled (the
 /// deadline of a guest blocked in a host call is a tokio timeout). Many may run concurrently; a
-/// CPU-bound guest yields to the runtime every 10 million units of fuel (a few milliseconds).
+/// CPU-bound guest yields to the runtime about every millisecond ([`Metering`]).
 #[derive(Clone)]
 pub struct Engine {
     pub(crate) inner: Arc<Inner>,
@@ -59,6 +63,11 @@ impl Engine {
     /// The guest this engine runs.
     pub fn guest(&self) -> GuestKind {
         self.inner.guest
+    }
+
+    /// How this engine meters running guests.
+    pub fn metering(&self) -> Metering {
+        self.inner.metering
     }
 
     /// The guest interpreter's Python version, e.g. `3.14.0`.
@@ -102,9 +111,25 @@ pub(crate) fn new_store(
     Ok(store)
 }
 
-/// Gives a store its run's fuel and makes the guest yield every [`YIELD_FUEL`] units of it.
+/// Arms a store for its run: with fuel metering, gives it the run's fuel and makes the guest
+/// yield every [`YIELD_FUEL`] units of it; with epoch metering, makes the guest yield at every
+/// epoch tick. Which one is read from the store itself (fuel is only readable when metered), so
+/// the engine's choice is the single source of truth.
 pub(crate) fn arm(store: &mut Store<RunState>, limits: &Limits) -> Result<(), EngineError> {
-    store.set_fuel(limits.fuel)?;
-    store.fuel_async_yield_interval(Some(YIELD_FUEL))?;
+    if store.get_fuel().is_ok() {
+        store.set_fuel(limits.fuel)?;
+        store.fuel_async_yield_interval(Some(YIELD_FUEL))?;
+    } else {
+        // Relative to the current epoch: the next tick yields, and each yield re-arms one more.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+    }
     Ok(())
+}
+
+/// Fuel a finished run's guest used itself: 0 when the store is not fuel-metered.
+pub(crate) fn guest_fuel_used(store: &Store<RunState>, limits: &Limits) -> u64 {
+    store
+        .get_fuel()
+        .map_or(0, |left| limits.fuel.saturating_sub(left))
 }

@@ -49,6 +49,9 @@ pub enum EngineError {
         /// The guest's initial memory.
         minimum: usize,
     },
+    /// The thread that advances the epoch (epoch metering) could not be started.
+    #[error("cannot start the epoch ticker thread: {0}")]
+    EpochTicker(#[source] std::io::Error),
     /// The engine's instance pool was closed, so no run can get an instance.
     #[error("the engine's instance pool was closed")]
     PoolClosed,
@@ -66,6 +69,7 @@ impl EngineError {
             EngineError::Compile { .. } => "compile",
             EngineError::Preinit { .. } => "preinit",
             EngineError::MemoryCapTooSmall { .. } => "memory_cap_too_small",
+            EngineError::EpochTicker(_) => "epoch_ticker",
             EngineError::PoolClosed => "pool_closed",
             EngineError::Wasmtime(_) => "wasmtime",
         }

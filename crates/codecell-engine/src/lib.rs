@@ -18,6 +18,7 @@
 //! | `ending.rs` | how a run ends: the one limit signal (`LimitStop`), its classification and wording, the host-side clip of error reports |
 //! | `host.rs` | `ls`, `read`, `call_tool`: the guest's only way out, with every guest-sized buffer bounded |
 //! | [`CallerBudget`] (`budget.rs`) | what a run has left, for a tool that starts a nested run (a dynamic tool): its fuel is charged back |
+//! | [`Metering`] (`metering.rs`) | what ends a busy guest at its deadline: epoch interruption (default) or fuel |
 //! | `output.rs`, `memory_limit.rs` | the output cap and the memory cap, enforced on the host side of the wall |
 //! | [`run_batch`] (`batch.rs`) | a stream of programs in, outcomes out, a bounded number in flight |
 //! | `determinism.rs` | a seeded run's generators and virtual clocks ([`Limits::seed`]) |
@@ -47,6 +48,7 @@ mod guest;
 mod host;
 mod limits;
 mod memory_limit;
+mod metering;
 mod outcome;
 mod output;
 mod pool;
@@ -64,5 +66,6 @@ pub use engine::Engine;
 pub use error::EngineError;
 pub use guest::{ALL_GUESTS, BUILD_COMMAND, GuestKind};
 pub use limits::Limits;
+pub use metering::Metering;
 pub use outcome::{ErrorReport, Failure, LimitKind, Outcome, Status, ToolCallRecord};
 pub use run::ToolRun;

@@ -34,7 +34,7 @@ fn init_limits() -> Limits {
 /// compiled without optimisation (several times faster to compile for a 30 MB guest). Fuel,
 /// not a wall clock, bounds it: a guest that loops in its init fails after `init_limits().fuel`.
 fn init_engine() -> wasmtime::Result<wasmtime::Engine> {
-    let mut config = crate::config::base_config();
+    let mut config = crate::config::base_config(crate::metering::Metering::Fuel);
     config.cranelift_opt_level(wasmtime::OptLevel::None);
     wasmtime::Engine::new(&config)
 }

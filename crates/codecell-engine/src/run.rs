@@ -133,8 +133,9 @@ impl Engine {
         let deadline = started + limits.deadline;
         store.data_mut().deadline = Some(deadline);
         let pre = &self.inner.pre;
-        // A running guest yields every YIELD_FUEL units of fuel; each time it is polled again the
-        // wall clock is checked here, and past the deadline the run is dropped where it stands.
+        // A running guest yields at every epoch tick (or every YIELD_FUEL units of fuel); each
+        // time it is polled again the wall clock is checked here, and past the deadline the run
+        // is dropped where it stands.
         // The tokio timeout covers a guest blocked in a host call (a WASI sleep, a slow tool),
         // where nothing polls; its grace lets the clock check classify a busy guest first.
         let guarded = tokio::time::timeout(limits.deadline + TIMEOUT_GRACE, async {
@@ -160,13 +161,10 @@ impl Engine {
             Err(_elapsed) => Returned::Trap(LimitStop::trap(LimitKind::Deadline)),
             Ok(Err(Instantiate(e))) => self.instantiate_failed(e, &store, limits)?,
         };
-        let fuel_left = store.get_fuel().unwrap_or(0);
+        let guest_fuel = crate::engine::guest_fuel_used(&store, limits);
         let state = store.into_data();
         // The guest's own fuel, and what the dynamic tools it called used in runs of their own.
-        let fuel_used = limits
-            .fuel
-            .saturating_sub(fuel_left)
-            .saturating_add(state.nested_fuel);
+        let fuel_used = guest_fuel.saturating_add(state.nested_fuel);
         let duration = started.elapsed();
         let classified = ending::classify(returned, state.limiter.refused(), limits);
         drop(slot);
