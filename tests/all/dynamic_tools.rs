@@ -6,7 +6,7 @@ use codecell::{
     Catalog, CodeMode, DynamicToolError, DynamicTools, GuestKind, Limits, Manifest,
     RegistryOptions, RunError, Status, ToolRunner, ToolSpec, WasmToolRunner, canonical,
 };
-use codecell_tests::engine;
+use codecell_tests::{engine, fuel_engine};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -324,7 +324,9 @@ codecell_tests::for_each_guest! {
     #[tokio::test]
     async fn a_nested_dynamic_tool_runs_under_what_its_caller_has_left() {
         let dir = tempfile::tempdir().unwrap();
-        let tools = open(GUEST, dir.path());
+        // Fuel budgets are only kept by fuel-metered engines, the caller's and the tool's.
+        let tools = DynamicTools::open(fuel_engine(GUEST), RegistryOptions::new("session-1", dir.path()))
+            .expect("store opens");
         let body = "    n = args[\"n\"]\n    while n > 0:\n        n = n + 1\n    return {\"n\": n}";
         let mut spin = spec("spin", "", body, any_object());
         spin["smoke_args"] = json!({"n": 0});
@@ -339,7 +341,7 @@ codecell_tests::for_each_guest! {
             .build()
             .unwrap();
         let fuel = 200_000_000;
-        let mode = CodeMode::new(engine(GUEST), catalog).with_limits(Limits {
+        let mode = CodeMode::new(fuel_engine(GUEST), catalog).with_limits(Limits {
             fuel,
             ..Limits::default()
         });

@@ -1,7 +1,7 @@
 //! Every limit, tried by code that means to break it; the host stays up and says which limit hit.
 
 use codecell::{GuestKind, LimitKind, Limits, Status};
-use codecell_tests::{run, run_with};
+use codecell_tests::{run, run_fueled, run_with};
 use std::time::{Duration, Instant};
 
 codecell_tests::for_each_guest! {
@@ -36,13 +36,13 @@ codecell_tests::for_each_guest! {
         assert!(took < l.deadline + Duration::from_secs(1), "took {took:?}");
     }
 
-    /// With fuel to spare, a busy guest is stopped by the wall clock, checked each time it
-    /// yields (every 10 million units of fuel), close to its deadline.
+    /// With fuel to spare, a busy guest on a fuel-metered engine is stopped by the wall clock,
+    /// checked each time it yields (every 10 million units of fuel), close to its deadline.
     #[tokio::test]
     async fn a_busy_guest_with_fuel_to_spare_is_stopped_at_its_deadline() {
         let l = fuel_to_spare(Duration::from_millis(400));
         let started = Instant::now();
-        let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
+        let outcome = run_fueled(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
         let took = started.elapsed();
         assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
         assert!(outcome.fuel_used > 10_000_000, "it ran: {}", outcome.fuel_used);
@@ -50,20 +50,58 @@ codecell_tests::for_each_guest! {
         assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
     }
 
+    /// The default engine meters by epoch: no fuel budget at all, and a busy guest is stopped
+    /// at its deadline, close to it, with `fuel_used` reported as 0 (nothing was counted).
+    #[tokio::test]
+    async fn an_epoch_metered_busy_guest_is_stopped_at_its_deadline_whatever_its_fuel() {
+        let l = Limits {
+            deadline: Duration::from_millis(400),
+            fuel: 1,
+            ..limits()
+        };
+        let started = Instant::now();
+        let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
+        let took = started.elapsed();
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
+        assert_eq!(outcome.fuel_used, 0, "{outcome:#?}");
+        assert!(took >= l.deadline, "took {took:?}");
+        assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
+    }
+
+    /// The default limits under fuel metering: the deadline, not the fuel, ends a busy run
+    /// (fuel 3e11 is about 20 s of compute here), so the documented deadline is what it meets.
+    /// The deadline is shortened to keep the test fast; the fuel is the default.
+    #[tokio::test]
+    async fn the_default_fuel_outlasts_the_deadline() {
+        let l = Limits {
+            deadline: Duration::from_millis(600),
+            ..limits()
+        };
+        let outcome = run_fueled(GUEST, "while True:\n    pass", &l).await;
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
+        assert!(outcome.fuel_used < Limits::default().fuel, "{outcome:#?}");
+    }
+
     /// A busy guest yields to the async runtime: on a single-threaded runtime a timer set
     /// beside it still fires on time, long before the guest's deadline.
     #[tokio::test(flavor = "current_thread")]
     async fn a_busy_guest_does_not_starve_other_tasks() {
-        let l = fuel_to_spare(Duration::from_millis(1500));
-        let started = Instant::now();
-        let timer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            started.elapsed()
-        });
-        let outcome = run_with(GUEST, "while True:\n    pass", &l).await;
-        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
-        let woke = timer.await.expect("timer task");
-        assert!(woke < Duration::from_millis(500), "the timer fired after {woke:?}");
+        let l = fuel_to_spare(Duration::from_millis(800));
+        for engine in [codecell_tests::engine(GUEST), codecell_tests::fuel_engine(GUEST)] {
+            let started = Instant::now();
+            let timer = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                started.elapsed()
+            });
+            let outcome = engine
+                .run_snippet("while True:\n    pass", None, &l)
+                .await
+                .expect("the host itself does not fail");
+            let metering = engine.metering();
+            assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{metering:?}: {outcome:#?}");
+            let woke = timer.await.expect("timer task");
+            assert!(woke < Duration::from_millis(400), "{metering:?}: the timer fired after {woke:?}");
+        }
     }
 
     #[tokio::test]
@@ -72,7 +110,7 @@ codecell_tests::for_each_guest! {
             fuel: 50_000_000,
             ..limits()
         };
-        let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
+        let outcome = run_fueled(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
         assert_eq!(outcome.limit(), Some(LimitKind::Fuel), "{outcome:#?}");
         assert_eq!(outcome.error().cloned().unwrap().kind, "OutOfFuel");
         assert!(

@@ -1,6 +1,6 @@
 //! Shared helpers for the integration tests and benchmarks: one engine per process, fixture paths.
 
-use codecell::{ALL_GUESTS, BUILD_COMMAND, Catalog, Engine, GuestKind, Limits, Outcome};
+use codecell::{ALL_GUESTS, BUILD_COMMAND, Catalog, Engine, GuestKind, Limits, Metering, Outcome};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -14,16 +14,32 @@ pub fn fixture(rel: &str) -> PathBuf {
     root().join("fixtures").join(rel)
 }
 
-/// The process-wide engine for `guest`; panics with the build command when it is not built.
+/// The process-wide engine for `guest` (default metering: the deadline by epoch interruption);
+/// panics with the build command when it is not built.
 pub fn engine(guest: GuestKind) -> Engine {
-    static ENGINES: [OnceLock<Engine>; ALL_GUESTS.len()] =
-        [const { OnceLock::new() }; ALL_GUESTS.len()];
+    metered_engine(guest, Metering::Epoch)
+}
+
+/// The process-wide fuel-metered engine for `guest`: for tests of the fuel limit and of
+/// `fuel_used`.
+pub fn fuel_engine(guest: GuestKind) -> Engine {
+    metered_engine(guest, Metering::Fuel)
+}
+
+fn metered_engine(guest: GuestKind, metering: Metering) -> Engine {
+    const METERINGS: [Metering; 2] = [Metering::Epoch, Metering::Fuel];
+    static ENGINES: [[OnceLock<Engine>; METERINGS.len()]; ALL_GUESTS.len()] =
+        [const { [const { OnceLock::new() }; METERINGS.len()] }; ALL_GUESTS.len()];
     let slot = ALL_GUESTS
         .iter()
         .position(|g| *g == guest)
         .expect("every guest is in ALL_GUESTS");
-    ENGINES[slot]
-        .get_or_init(|| match Engine::builder().guest(guest).build() {
+    let kind = METERINGS
+        .iter()
+        .position(|m| *m == metering)
+        .expect("every metering is in METERINGS");
+    ENGINES[slot][kind]
+        .get_or_init(|| match Engine::builder().guest(guest).metering(metering).build() {
             Ok(engine) => engine,
             Err(e) => panic!(
                 "{e}\n(the integration tests run on every guest: build them with `{BUILD_COMMAND}`)"
@@ -67,6 +83,14 @@ pub fn demo_catalog() -> Catalog {
 /// Runs `code` on `guest` against the demo catalog with `limits`.
 pub async fn run_with(guest: GuestKind, code: &str, limits: &Limits) -> Outcome {
     engine(guest)
+        .run_snippet(code, Some(demo_catalog()), limits)
+        .await
+        .expect("the host itself does not fail")
+}
+
+/// Runs `code` on `guest`'s fuel-metered engine against the demo catalog with `limits`.
+pub async fn run_fueled(guest: GuestKind, code: &str, limits: &Limits) -> Outcome {
+    fuel_engine(guest)
         .run_snippet(code, Some(demo_catalog()), limits)
         .await
         .expect("the host itself does not fail")

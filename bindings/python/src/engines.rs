@@ -2,7 +2,7 @@
 //! a compile (first time) or a cache read, and an engine is shared by every `CodeMode`.
 
 use crate::errors;
-use codecell::{Engine, GuestKind};
+use codecell::{Engine, GuestKind, Metering};
 use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,8 +31,10 @@ pub(crate) fn engine(
             return Ok(engine.clone());
         }
         let _runtime = crate::runtime::runtime().enter();
+        // Fuel metering: the package's `Limits.fuel` is a budget its callers rely on.
         let engine = Engine::builder()
             .guest(kind)
+            .metering(Metering::Fuel)
             .wasm_path(key.1.clone())
             .cache_dir(key.2.clone())
             .build()

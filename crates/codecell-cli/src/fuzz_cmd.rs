@@ -4,7 +4,9 @@
 use crate::failure::Failure;
 use crate::out;
 use clap::{Args, Subcommand};
-use codecell::{BatchItem, BatchOptions, BatchRun, Engine, GuestKind, Limits, Outcome, Status};
+use codecell::{
+    BatchItem, BatchOptions, BatchRun, Engine, GuestKind, Limits, Metering, Outcome, Status,
+};
 use codecell_fuzz::generator::{Program, generate};
 use codecell_fuzz::oracle::{NATIVE_DRIVER, Observed, Verdict, compare};
 use codecell_fuzz::reduce::reduce;
@@ -121,8 +123,11 @@ struct Guests {
 impl Guests {
     fn start(jobs: usize) -> Result<Self, Failure> {
         let build = |guest| {
+            // Fuel metering: a generated program that loops ends on its budget, the same on
+            // every machine, and fuel_used is part of what the oracle may compare.
             Engine::builder()
                 .guest(guest)
+                .metering(Metering::Fuel)
                 .max_concurrent_runs(u32::try_from(jobs).unwrap_or(u32::MAX).saturating_add(1))
                 .build()
                 .map_err(Failure::engine)

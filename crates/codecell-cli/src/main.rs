@@ -4,6 +4,7 @@
 //! 3 host failure (guest not built, engine error).
 
 mod batch_cmd;
+mod bench_cmd;
 mod catalog_cmd;
 mod dynamic_cmd;
 mod failure;
@@ -47,6 +48,8 @@ enum Command {
     /// Define, invoke and govern dynamic tools in a manifest store.
     #[command(subcommand)]
     Tool(dynamic_cmd::ToolCommand),
+    /// Measure this machine: fresh runs, tool calls, compute beside native python3, memory.
+    Bench(bench_cmd::BenchArgs),
     /// Serve `execute_code` (and dynamic tools) as an MCP server on stdio or HTTP.
     Serve(serve_cmd::ServeArgs),
 }
@@ -76,6 +79,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
     match cli.command {
         Some(Command::Run(args)) => run_cmd::run(args).await,
         Some(Command::Batch(args)) => batch_cmd::run(args).await,
+        Some(Command::Bench(args)) => bench_cmd::run(args).await,
         Some(Command::Tools(cmd)) => catalog_cmd::run(cmd).await,
         Some(Command::Serve(args)) => serve_cmd::run(args).await,
         Some(Command::Validate(args)) => validate_cmd::run(args),

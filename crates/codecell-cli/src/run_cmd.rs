@@ -5,7 +5,7 @@ use crate::input::read_text;
 use crate::out;
 use crate::store_args::{DynamicStoreArgs, load_catalog};
 use clap::Args;
-use codecell::{Catalog, CodeMode, DynamicTools, Engine, GuestKind, Limits, Outcome};
+use codecell::{Catalog, CodeMode, DynamicTools, Engine, GuestKind, Limits, Metering, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -61,6 +61,7 @@ impl SandboxArgs {
         let engine = Engine::builder()
             .guest(self.guest)
             .warm_instance(warm_instance)
+            .metering(self.limits.metering())
             .build()
             .map_err(Failure::engine)?;
         Ok(match catalog {
@@ -76,7 +77,8 @@ impl SandboxArgs {
 #[derive(Args, Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitArgs {
-    /// Fuel (wasm instructions) for the run.
+    /// Fuel (wasm instructions) for the run: an exact instruction budget. Giving it turns on fuel
+    /// metering, which costs guest speed; without it a run is held to its deadline alone.
     #[arg(long)]
     fuel: Option<u64>,
     /// Memory cap in MiB.
@@ -102,6 +104,15 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
+    /// The metering these flags need: fuel when a fuel budget was given, else the default.
+    pub fn metering(&self) -> Metering {
+        if self.fuel.is_some() {
+            Metering::Fuel
+        } else {
+            Metering::default()
+        }
+    }
+
     /// [`Limits::default`] with the flags given applied.
     pub fn limits(&self) -> Limits {
         self.apply_to(Limits::default())

@@ -150,9 +150,9 @@ impl EngineBuilder {
         config.allocation_strategy(pool::strategy(self.max_concurrent_runs));
         let wasmtime = wasmtime::Engine::new(&config)?;
         let ticker = match self.metering {
-            Metering::Epoch => Some(
-                EpochTicker::start(&wasmtime).map_err(EngineError::EpochTicker)?,
-            ),
+            Metering::Epoch => {
+                Some(EpochTicker::start(&wasmtime).map_err(EngineError::EpochTicker)?)
+            }
             Metering::Fuel => None,
         };
 

@@ -32,7 +32,7 @@ pub use codecell_catalog::{
 };
 pub use codecell_engine::{
     ALL_GUESTS, BUILD_COMMAND, BatchItem, BatchOptions, BatchRun, Engine, EngineBuilder,
-    EngineError, ErrorReport, Failure, GuestKind, LimitKind, Limits, Outcome, Status,
+    EngineError, ErrorReport, Failure, GuestKind, LimitKind, Limits, Metering, Outcome, Status,
     ToolCallRecord, ToolRun, VIRTUAL_EPOCH_SECS, VIRTUAL_TICK, run_batch,
 };
 pub use codecell_manifest::canonical;

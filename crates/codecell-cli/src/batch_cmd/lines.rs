@@ -4,7 +4,7 @@ use crate::failure::Failure;
 use crate::run_cmd::LimitArgs;
 use codecell::{
     BatchItem, BatchRun, Catalog, Engine, ErrorReport, Failure as RunFailure, GuestKind, Limits,
-    Outcome,
+    Metering, Outcome,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -92,8 +92,11 @@ impl Programs {
         self.engines
             .entry(guest)
             .or_insert_with(|| {
+                // Fuel metering: a program may set its own fuel budget, and a batch's outcomes
+                // (fuel_used included) are meant to be compared run against run.
                 Engine::builder()
                     .guest(guest)
+                    .metering(Metering::Fuel)
                     .max_concurrent_runs(concurrency.saturating_add(1))
                     .build()
                     .map_err(|e| e.to_string())

@@ -85,12 +85,19 @@ async fn an_exception_and_a_limit_are_tool_results_with_is_error() {
         "{}",
         text(&raised)
     );
+    // The default engine has no fuel budget: a busy snippet meets its deadline (short here).
+    let catalog = Catalog::from_file(&fixture("demo/catalog.json")).expect("demo catalog");
+    let hurried = CodeMode::new(engine(), catalog).with_limits(Limits {
+        deadline: Duration::from_millis(300),
+        ..Limits::default()
+    });
+    let (client, _) = connect(CodecellServer::new(hurried)).await;
     let limited = client.call_tool(execute("while True: pass")).await.unwrap();
     assert_eq!(limited.is_error, Some(true));
     let outcome = limited.structured_content.unwrap();
     assert_eq!(
         (outcome["status"].as_str(), outcome["limit"].as_str()),
-        (Some("limit"), Some("fuel"))
+        (Some("limit"), Some("deadline"))
     );
     let validator = jsonschema::validator_for(&outcome_schema()).unwrap();
     assert!(validator.is_valid(&outcome), "{outcome}");
