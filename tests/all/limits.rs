@@ -337,7 +337,7 @@ codecell_tests::for_each_guest! {
     async fn fuel_too_small_to_start_is_the_fuel_limit() {
         for fuel in [0, 1, 1000] {
             let tiny = Limits { fuel, ..limits() };
-            let outcome = codecell_tests::engine(GUEST)
+            let outcome = codecell_tests::fuel_engine(GUEST)
                 .run_snippet("print('ran')", None, &tiny)
                 .await
                 .expect("too little fuel is the run's ending, not a host failure");

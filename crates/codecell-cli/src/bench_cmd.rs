@@ -570,7 +570,11 @@ fn table(report: &Report) -> String {
             .unwrap_or("none (python3 not on PATH)"),
         report.cores
     );
-    let fig = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.3}"));
+    let fig = |v: Option<f64>| match v {
+        None => "–".to_string(),
+        Some(v) if v.abs() >= 1e6 => format!("{v:.3e}"),
+        Some(v) => format!("{v:.3}"),
+    };
     for guest in &report.guests {
         text.push_str(&format!(
             "\n{} (Python {})\n",

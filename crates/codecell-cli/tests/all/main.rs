@@ -2,6 +2,7 @@
 
 mod attacks;
 mod batch;
+mod bench;
 mod common;
 mod dynamic;
 mod found;
