@@ -485,22 +485,34 @@ async fn bench_guest(
     }
     rows.push(Row::of("tool_calls_100", "ms", &blocks));
 
-    let looped = bench
-        .kernel(engine, &LOOP, "loop_1e6", plan, natives)
-        .await?;
-    let looped_fuel = bench
-        .kernel(fuel, &LOOP, "loop_1e6_fuel", plan, natives)
-        .await?
-        .noted("the loop on a fuel-metered engine");
-    let metering_ratio = match (looped_fuel.median, looped.median) {
-        (Some(f), Some(e)) if e > 0.0 => Row::of("metering_fuel_vs_epoch", "ratio", &[f / e]),
-        _ => Row::missing(
-            "metering_fuel_vs_epoch",
-            "ratio",
-            "a loop row has no figure",
-        ),
-    };
+    // Metering A/B: the loop alternately on each engine, one repetition a run, so both sides
+    // see the same machine (the load here moves figures ±30% within a minute).
     let loop_program = kernels::program(&LOOP, LOOP.size / plan.divisor, 1);
+    let (mut epoch_ms, mut fuel_ms, mut paired) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..plan.reps.max(3) {
+        let e = bench
+            .seconds(engine, &loop_program)
+            .await?
+            .iter()
+            .sum::<f64>()
+            * 1e3;
+        let f = bench
+            .seconds(fuel, &loop_program)
+            .await?
+            .iter()
+            .sum::<f64>()
+            * 1e3;
+        epoch_ms.push(e);
+        fuel_ms.push(f);
+        paired.push(f / e.max(1e-9));
+    }
+    let native_loop = natives.of(LOOP.name).map(|s| s * 1e3);
+    let looped = Row::of("loop_1e6", "ms", &epoch_ms).against(native_loop);
+    let looped_fuel = Row::of("loop_1e6_fuel", "ms", &fuel_ms)
+        .against(native_loop)
+        .noted("the loop on a fuel-metered engine, runs alternating with loop_1e6");
+    let metering_ratio = Row::of("metering_fuel_vs_epoch", "ratio", &paired)
+        .noted("fuel-metered ÷ epoch-metered time of the loop, per alternating pair");
     let (_, fuel_used, ms) = bench.stdout(fuel, &loop_program).await?;
     let fuel_rate = Row::of(
         "fuel_per_second",
