@@ -141,6 +141,8 @@ pub struct Session {
     /// Whether the current turn's fuel is all the session has left (less than a turn's).
     turn_fuel_is_the_rest: bool,
     last_used: Instant,
+    /// Set while a turn runs: still set at the next turn means the last one was dropped mid-run.
+    in_turn: bool,
     ended: Option<String>,
 }
 
@@ -192,6 +194,7 @@ impl Session {
             fuel_used: 0,
             turn_fuel_is_the_rest: false,
             last_used: Instant::now(),
+            in_turn: false,
             ended: None,
         };
         session.live = Some(session.instantiate().await?);
@@ -199,50 +202,33 @@ impl Session {
     }
 
     /// A fresh instance with this session's randomness, clocks and memory cap.
-    async fn instantiate(&self) -> Result<Live, EngineError> {
-        let slot = self.engine.slot().await?;
-        let (seed, clocks) = (self.seed, self.clocks.clone());
-        let mut state =
-            RunState::with_wasi(
-                &self.limits,
-                self.catalog.clone(),
-                |builder| match &clocks {
-                    Clocks::Virtual => make_deterministic(builder, seed),
-                    Clocks::Recorded(logs) => {
-                        seed_random(builder, seed);
-                        logs.install(builder);
-                    }
-                },
-            );
-        state.journal = Some(CallJournal::default());
-        let mut store =
-            crate::engine::store_with(&self.engine.inner.wasmtime, state, &self.limits)?;
-        let sandbox = match self.engine.inner.pre.instantiate_async(&mut store).await {
-            Ok(sandbox) => sandbox,
-            Err(error) => {
-                if let Some(minimum) = store.data().limiter.refused_initial() {
-                    return Err(EngineError::MemoryCapTooSmall {
-                        cap: self.limits.memory_bytes,
-                        minimum,
-                    });
-                }
-                return Err(EngineError::Wasmtime(error));
-            }
-        };
-        Ok(Live {
-            store,
-            sandbox,
-            _slot: slot,
-        })
+    fn instantiate(&self) -> impl Future<Output = Result<Live, EngineError>> + Send + use<> {
+        // Only owned values cross the awaits: a `&Session` would make the future `!Send`.
+        instantiate(
+            self.engine.clone(),
+            self.catalog.clone(),
+            self.limits.clone(),
+            self.seed,
+            self.clocks.clone(),
+        )
     }
 
     /// Runs `code` as the session's next turn, in the globals every earlier turn left.
     ///
     /// An `Err` is a failure of the host, or a turn the session refuses: it has ended
     /// ([`EngineError::SessionEnded`]), and says why.
+    ///
+    /// Dropping the future mid-turn (a cancelled request) ends the session: the instance was
+    /// stopped where it stood, so the next call is refused.
     pub async fn execute(&mut self, code: &str) -> Result<Turn, EngineError> {
+        if self.in_turn {
+            self.end("a turn was cancelled while it ran; its state is lost".to_string());
+        }
         self.check_usable()?;
-        let (outcome, trapped) = self.run_cell(code).await?;
+        self.in_turn = true;
+        let ran = self.run_cell(code).await;
+        self.in_turn = false;
+        let (outcome, trapped) = ran?;
         Ok(self.finish_turn(code, outcome, trapped))
     }
 
@@ -620,4 +606,41 @@ fn check_journal(
         return invalid(format!("cell {} has an unknown status", cell + 1));
     }
     Ok(())
+}
+
+/// A fresh instance seeded with `seed`, with `clocks`, under `limits`' memory cap.
+async fn instantiate(
+    engine: Engine,
+    catalog: Option<Catalog>,
+    limits: Limits,
+    seed: u64,
+    clocks: Clocks,
+) -> Result<Live, EngineError> {
+    let slot = engine.slot().await?;
+    let mut state = RunState::with_wasi(&limits, catalog, |builder| match &clocks {
+        Clocks::Virtual => make_deterministic(builder, seed),
+        Clocks::Recorded(logs) => {
+            seed_random(builder, seed);
+            logs.install(builder);
+        }
+    });
+    state.journal = Some(CallJournal::default());
+    let mut store = crate::engine::store_with(&engine.inner.wasmtime, state, &limits)?;
+    let sandbox = match engine.inner.pre.instantiate_async(&mut store).await {
+        Ok(sandbox) => sandbox,
+        Err(error) => {
+            if let Some(minimum) = store.data().limiter.refused_initial() {
+                return Err(EngineError::MemoryCapTooSmall {
+                    cap: limits.memory_bytes,
+                    minimum,
+                });
+            }
+            return Err(EngineError::Wasmtime(error));
+        }
+    };
+    Ok(Live {
+        store,
+        sandbox,
+        _slot: slot,
+    })
 }
