@@ -11,6 +11,7 @@ mod failure;
 mod fuzz_cmd;
 mod input;
 mod out;
+mod repl_cmd;
 mod run_cmd;
 mod serve_cmd;
 mod store_args;
@@ -50,6 +51,8 @@ enum Command {
     Tool(dynamic_cmd::ToolCommand),
     /// Measure this machine: fresh runs, tool calls, compute beside native python3, memory.
     Bench(bench_cmd::BenchArgs),
+    /// A session: cells that share their globals, from a prompt or `# %%`-separated stdin.
+    Repl(repl_cmd::ReplArgs),
     /// Serve `execute_code` (and dynamic tools) as an MCP server on stdio or HTTP.
     Serve(serve_cmd::ServeArgs),
 }
@@ -82,6 +85,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Bench(args)) => bench_cmd::run(args).await,
         Some(Command::Tools(cmd)) => catalog_cmd::run(cmd).await,
         Some(Command::Serve(args)) => serve_cmd::run(args).await,
+        Some(Command::Repl(args)) => repl_cmd::run(args).await,
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
         Some(Command::Fuzz(cmd)) => fuzz_cmd::run(cmd).await,

@@ -52,16 +52,27 @@ impl SandboxArgs {
         }
     }
 
-    /// Code mode over `catalog` in a new engine for `--guest`, held to the limit flags.
+    /// Code mode over `catalog` in a new engine for `--guest`, held to the limit flags (fuel
+    /// metered when `--fuel` was given).
     pub fn code_mode(
         &self,
         catalog: Option<Catalog>,
         warm_instance: bool,
     ) -> Result<CodeMode, Failure> {
+        self.code_mode_metered(catalog, warm_instance, self.limits.metering())
+    }
+
+    /// [`SandboxArgs::code_mode`] with the engine's metering chosen by the caller.
+    pub fn code_mode_metered(
+        &self,
+        catalog: Option<Catalog>,
+        warm_instance: bool,
+        metering: Metering,
+    ) -> Result<CodeMode, Failure> {
         let engine = Engine::builder()
             .guest(self.guest)
             .warm_instance(warm_instance)
-            .metering(self.limits.metering())
+            .metering(metering)
             .build()
             .map_err(Failure::engine)?;
         Ok(match catalog {
@@ -165,7 +176,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     })
 }
 
-fn print_human(outcome: &Outcome) -> Result<(), Failure> {
+/// Prints an outcome for people: the guest's output, then one `[codecell]` status line.
+pub fn print_human(outcome: &Outcome) -> Result<(), Failure> {
     out::stdout(&out::guest_stdout(&outcome.stdout))?;
     if !outcome.stderr.is_empty() {
         out::stderr(&out::guest_stderr(&outcome.stderr));

@@ -12,6 +12,7 @@ use crate::bindings::codecell::guest::host::Host;
 use crate::budget::CallerBudget;
 use crate::ending::{LimitStop, clip};
 use crate::outcome::{LimitKind, ToolCallRecord};
+use crate::session::{JournalCall, JournalResult};
 use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
 use std::time::Instant;
@@ -93,9 +94,29 @@ impl Host for RunState {
             Some(refusal) => (Err(refusal), 0),
             None => {
                 let record = &self.tool_calls[index];
-                budget
-                    .serve(call.dispatch(&record.category, &record.name, args_json))
-                    .await
+                // A session being restored answers from its journal instead of calling again.
+                match self.journal.as_mut().and_then(|journal| {
+                    journal.replayed(&record.category, &record.name, &args_json)
+                }) {
+                    Some(Ok(answer)) => (answer, 0),
+                    Some(Err(diverged)) => return Err(wasmtime::Error::new(diverged)),
+                    None => {
+                        let args = self.journal.is_some().then(|| args_json.clone());
+                        let served = budget
+                            .serve(call.dispatch(&record.category, &record.name, args_json))
+                            .await;
+                        if let (Some(journal), Some(args_json)) = (self.journal.as_mut(), args) {
+                            let record = &self.tool_calls[index];
+                            journal.recorded.push(JournalCall {
+                                category: record.category.clone(),
+                                name: record.name.clone(),
+                                args_json,
+                                result: JournalResult::of(&served.0),
+                            });
+                        }
+                        served
+                    }
+                }
             }
         };
         self.nested_fuel = self.nested_fuel.saturating_add(nested);

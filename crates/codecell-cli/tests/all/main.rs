@@ -6,5 +6,6 @@ mod bench;
 mod common;
 mod dynamic;
 mod found;
+mod repl;
 mod run;
 mod serve;
