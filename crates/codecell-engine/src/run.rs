@@ -195,8 +195,9 @@ impl Engine {
 }
 
 /// `call`, polled until it ends or is polled at or past `deadline`, where it ends with the
-/// deadline trap. A running guest yields every `YIELD_FUEL` units of fuel, so a busy one is
-/// polled, and stopped, within a few milliseconds of its deadline.
+/// deadline trap. A running guest yields at every epoch tick (or every `YIELD_FUEL` units of
+/// fuel, `metering.rs`), so a busy one is polled, and stopped, within a few milliseconds of its
+/// deadline.
 pub(crate) async fn checked<T>(
     deadline: Instant,
     call: impl Future<Output = wasmtime::Result<T>>,
