@@ -99,7 +99,10 @@ impl Host for RunState {
                     journal.replayed(&record.category, &record.name, &args_json)
                 }) {
                     // A journal is input like any other: its answers get the same cap.
-                    Some(Ok(answer)) if answer.as_ref().map_or_else(String::len, String::len) > call.max_result => {
+                    Some(Ok(answer))
+                        if answer.as_ref().map_or_else(String::len, String::len)
+                            > call.max_result =>
+                    {
                         return Err(wasmtime::Error::new(ReplayDiverged(format!(
                             "the journal's answer to {}/{} is over the limit of {} bytes",
                             record.category, record.name, call.max_result

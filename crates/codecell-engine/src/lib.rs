@@ -70,6 +70,6 @@ pub use outcome::{ErrorReport, Failure, LimitKind, Outcome, Status, ToolCallReco
 pub use run::ToolRun;
 pub use session::{
     JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks, JournalResult,
-    MAX_RECORDED_CLOCK_READS,
-    Session, SessionLimits, SessionManager, SessionManagerLimits, SessionState, Turn,
+    MAX_RECORDED_CLOCK_READS, Session, SessionLimits, SessionManager, SessionManagerLimits,
+    SessionState, Turn,
 };
