@@ -12,7 +12,7 @@ use crate::bindings::codecell::guest::host::Host;
 use crate::budget::CallerBudget;
 use crate::ending::{LimitStop, clip};
 use crate::outcome::{LimitKind, ToolCallRecord};
-use crate::session::{JournalCall, JournalResult};
+use crate::session::{JournalCall, JournalResult, ReplayDiverged};
 use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
 use std::time::Instant;
@@ -98,6 +98,16 @@ impl Host for RunState {
                 match self.journal.as_mut().and_then(|journal| {
                     journal.replayed(&record.category, &record.name, &args_json)
                 }) {
+                    // A journal is input like any other: its answers get the same cap.
+                    Some(Ok(answer))
+                        if answer.as_ref().map_or_else(String::len, String::len)
+                            > call.max_result =>
+                    {
+                        return Err(wasmtime::Error::new(ReplayDiverged(format!(
+                            "the journal's answer to {}/{} is over the limit of {} bytes",
+                            record.category, record.name, call.max_result
+                        ))));
+                    }
                     Some(Ok(answer)) => (answer, 0),
                     Some(Err(diverged)) => return Err(wasmtime::Error::new(diverged)),
                     None => {

@@ -72,6 +72,7 @@ pub use metering::Metering;
 pub use outcome::{ErrorReport, Failure, LimitKind, Outcome, Status, ToolCallRecord};
 pub use run::ToolRun;
 pub use session::{
-    JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks, MAX_RECORDED_CLOCK_READS,
-    Session, SessionLimits, SessionManager, SessionManagerLimits, SessionState, Turn,
+    JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks, JournalResult,
+    MAX_RECORDED_CLOCK_READS, Session, SessionLimits, SessionManager, SessionManagerLimits,
+    SessionState, Turn,
 };
