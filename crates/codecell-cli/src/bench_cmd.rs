@@ -115,15 +115,20 @@ struct GuestReport {
     rows: Vec<Row>,
 }
 
-/// Native medians (seconds) of the loop and of each suite kernel, by name.
-struct Natives(Vec<(&'static str, Option<f64>)>);
+/// The native baseline: whether `python3` is on PATH, and each program's median there, run
+/// right beside the guest's runs of the same program so both see the same machine.
+struct Natives(bool);
 
 impl Natives {
-    fn of(&self, name: &str) -> Option<f64> {
-        self.0
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, v)| *v)
+    /// Median milliseconds of the repetitions `program` times on native `python3`.
+    async fn median_ms(&self, program: &str) -> Option<f64> {
+        if !self.0 {
+            return None;
+        }
+        let times = native::run(program)
+            .await
+            .and_then(|o| kernels::seconds(&o))?;
+        median(&times).map(|s| s * 1e3)
     }
 }
 
@@ -135,17 +140,7 @@ pub async fn run(args: BenchArgs) -> Result<ExitCode, Failure> {
         None => ALL_GUESTS.to_vec(),
     };
     let native_python = native::version().await;
-    let mut natives = Vec::new();
-    if native_python.is_some() {
-        for kernel in SUITE.iter().chain([&LOOP]) {
-            let program = kernels::program(kernel, kernel.size / plan.divisor, plan.reps);
-            let times = native::run(&program)
-                .await
-                .and_then(|o| kernels::seconds(&o));
-            natives.push((kernel.name, times.and_then(|t| median(&t))));
-        }
-    }
-    let natives = Natives(natives);
+    let natives = Natives(native_python.is_some());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut reports = Vec::new();
     for guest in guests {
@@ -297,7 +292,7 @@ impl Bench {
             .iter()
             .map(|s| s * 1e3)
             .collect();
-        let native = natives.of(kernel.name).map(|s| s * 1e3);
+        let native = natives.median_ms(&program).await;
         Ok(Row::of(name, "ms", &ms).against(native))
     }
 
@@ -485,11 +480,13 @@ async fn bench_guest(
     }
     rows.push(Row::of("tool_calls_100", "ms", &blocks));
 
-    // Metering A/B: the loop alternately on each engine, one repetition a run, so both sides
-    // see the same machine (the load here moves figures ±30% within a minute).
+    // Metering A/B: the loop alternately on native python3 and each engine, one repetition a
+    // run, so all sides see the same machine (the load here moves figures ±30% within a minute).
     let loop_program = kernels::program(&LOOP, LOOP.size / plan.divisor, 1);
     let (mut epoch_ms, mut fuel_ms, mut paired) = (Vec::new(), Vec::new(), Vec::new());
+    let mut native_ms = Vec::new();
     for _ in 0..plan.reps.max(3) {
+        native_ms.extend(natives.median_ms(&loop_program).await);
         let e = bench
             .seconds(engine, &loop_program)
             .await?
@@ -506,7 +503,7 @@ async fn bench_guest(
         fuel_ms.push(f);
         paired.push(f / e.max(1e-9));
     }
-    let native_loop = natives.of(LOOP.name).map(|s| s * 1e3);
+    let native_loop = median(&native_ms);
     let looped = Row::of("loop_1e6", "ms", &epoch_ms).against(native_loop);
     let looped_fuel = Row::of("loop_1e6_fuel", "ms", &fuel_ms)
         .against(native_loop)
