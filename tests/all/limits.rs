@@ -69,7 +69,7 @@ codecell_tests::for_each_guest! {
     }
 
     /// The default limits under fuel metering: the deadline, not the fuel, ends a busy run
-    /// (fuel 3e11 is about 20 s of compute here), so the documented deadline is what it meets.
+    /// (fuel 3e11 is 20–40 s of compute here), so the documented deadline is what it meets.
     /// The deadline is shortened to keep the test fast; the fuel is the default.
     #[tokio::test]
     async fn the_default_fuel_outlasts_the_deadline() {

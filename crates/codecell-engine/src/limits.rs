@@ -6,7 +6,7 @@ use std::time::Duration;
 ///
 /// | limit | default | when exceeded |
 /// | --- | --- | --- |
-/// | `fuel` | 3e11 units (about 20 s of CPython compute on the reference machine), enforced only by a [`crate::Metering::Fuel`] engine | run ends, [`crate::LimitKind::Fuel`] |
+/// | `fuel` | 3e11 units (20–40 s of compute on the reference machine), enforced only by a [`crate::Metering::Fuel`] engine | run ends, [`crate::LimitKind::Fuel`] |
 /// | `memory_bytes` | 128 MiB of linear memory | allocation fails inside the guest (`MemoryError`), run ends as [`crate::LimitKind::Memory`] unless the guest recovers |
 /// | `deadline` | 10 s wall clock, host calls included | run ends, [`crate::LimitKind::Deadline`] |
 /// | `max_output_bytes` | 10,000 bytes of stdout (and, separately, of stderr) | output is truncated at the cap and the run ends, [`crate::LimitKind::Output`] |
@@ -18,11 +18,12 @@ use std::time::Duration;
 ///
 /// The deadline is what ends a busy snippet under either metering: the default engine
 /// ([`crate::Metering::Epoch`]) has no instruction budget at all, and the default fuel outlasts
-/// the default deadline. On the reference machine (shared 2-core x86-64, `codecell bench`
-/// reports the figure as `fuel_per_second`) a busy CPython guest burns about 1.7e10 units of fuel
-/// a second and RustPython about as many, so fuel `F` buys roughly `F / 1.7e10` seconds of
-/// compute: 5e9 is 0.3 s, 1.7e11 is 10 s. Set `fuel` below that when an exact, machine-independent
-/// budget is wanted (and build the engine with fuel metering).
+/// the default deadline. On the reference machine (shared 2-core x86-64; `codecell bench`
+/// reports the figure as `fuel_per_second`) a busy guest burns 0.7e10–1.1e10 units of fuel a
+/// second while the machine is loaded and about 1.7e10 when it is quiet, so fuel `F` buys roughly
+/// `F / 1e10` seconds of compute: 5e9 is half a second, and the default 3e11 is 20–40 s. Set
+/// `fuel` lower when an exact, machine-independent budget is wanted (and build the engine with
+/// fuel metering).
 ///
 /// The output cap ends the run rather than silently dropping the rest: a snippet that floods
 /// output is burning its budget on text nobody will read, and the caller is told exactly where
