@@ -1,4 +1,5 @@
-//! The three host functions: `ls`, `read` and `call-tool`, the guest's only way out.
+//! The host functions: `ls`, `read`, `call-tool` and the concurrent `start-tool-call`,
+//! `wait-tool-calls` and `cancel-tool-call`, the guest's only way out.
 //!
 //! Errors the guest can act on (a bad path, a refused argument, a failing tool) come back as
 //! `Err(message)` and become Python exceptions. Exceeding a run-wide limit traps instead
@@ -8,13 +9,16 @@
 //! `max_tool_args_bytes`, results and tool error messages by `max_tool_result_bytes`, and the
 //! category and tool names a call record keeps by the catalog's own name limit.
 
-use crate::bindings::codecell::guest::host::Host;
+use crate::bindings::codecell::guest::host::{Host, ToolCompletion};
 use crate::budget::CallerBudget;
 use crate::ending::{LimitStop, clip};
+use crate::in_flight::Served;
 use crate::outcome::{LimitKind, ToolCallRecord};
 use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
-use std::time::Instant;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
 
 /// Why a call naming `category`/`name` is refused before anything looks them up: a name over
 /// the catalog's limit (no catalog has such a name, and the record keeps only that much).
@@ -60,22 +64,146 @@ impl Host for RunState {
         name: String,
         args_json: String,
     ) -> wasmtime::Result<Result<String, String>> {
+        let (index, started, call) = self.begin_call(category, name, args_json)?;
+        let (result, nested) = match call {
+            Ok(call) => call.await,
+            Err(refusal) => (Err(refusal), 0),
+        };
+        self.finish_call(index, started, result, nested)
+    }
+
+    async fn start_tool_call(
+        &mut self,
+        category: String,
+        name: String,
+        args_json: String,
+    ) -> wasmtime::Result<Result<u64, String>> {
+        let (index, started, call) = self.begin_call(category, name, args_json)?;
+        let refusal = match (call, tokio::runtime::Handle::try_current()) {
+            (Ok(call), Ok(runtime)) => {
+                self.in_flight.start(index, started, call, &runtime);
+                return Ok(Ok(index as u64));
+            }
+            (Ok(_), Err(_)) => "concurrent tool calls need a tokio runtime".to_string(),
+            (Err(refusal), _) => refusal,
+        };
+        self.finish_call(index, started, Err(refusal), 0)
+            .map(|refused| refused.map(|_| index as u64))
+    }
+
+    async fn wait_tool_calls(
+        &mut self,
+        timeout_us: Option<u64>,
+    ) -> wasmtime::Result<Vec<ToolCompletion>> {
+        let deadline = self
+            .deadline
+            .unwrap_or_else(|| Instant::now() + self.limits.deadline);
+        // Never past the deadline: the run ends there anyway, and a huge timeout stays finite.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let wait = timeout_us.map(|us| Duration::from_micros(us).min(left));
+        if self.in_flight.next_ready_bytes().is_none() {
+            match wait {
+                _ if self.in_flight.none_running() => {
+                    // Nothing can complete: only a timer to wait for (`asyncio.sleep`). With no
+                    // timer either, the guest's loop would wait forever; it says so itself.
+                    if let Some(wait) = wait {
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+                Some(wait) => {
+                    let _ = tokio::time::timeout(wait, self.in_flight.wait_one()).await;
+                }
+                None => {
+                    let _ = tokio::time::timeout(left, self.in_flight.wait_one()).await;
+                }
+            }
+        }
+        self.in_flight.collect_finished();
+        if Instant::now() >= deadline {
+            return Err(LimitStop::trap(LimitKind::Deadline));
+        }
+        // At least one completion per wait, and no more than one result's worth of bytes
+        // beyond it: the guest must be able to take the list in.
+        let mut handed = Vec::new();
+        let mut bytes = 0usize;
+        while let Some(size) = self.in_flight.next_ready_bytes() {
+            if !handed.is_empty() && bytes.saturating_add(size) > self.limits.max_tool_result_bytes
+            {
+                break;
+            }
+            let Some(done) = self.in_flight.pop_ready() else {
+                break;
+            };
+            bytes = bytes.saturating_add(size);
+            let (result, nested) = done.served;
+            let result = self.finish_call(done.index, done.started, result, nested)?;
+            handed.push(ToolCompletion {
+                handle: done.index as u64,
+                outcome: result,
+            });
+        }
+        Ok(handed)
+    }
+
+    async fn cancel_tool_call(&mut self, handle: u64) -> wasmtime::Result<()> {
+        let Ok(index) = usize::try_from(handle) else {
+            return Ok(());
+        };
+        if let Some(started) = self.in_flight.cancel(index) {
+            self.settle_cancelled(index, started, Instant::now());
+        }
+        Ok(())
+    }
+}
+
+/// A call's future, detached from the store: its result and the fuel nested runs used.
+type CallFuture = Pin<Box<dyn Future<Output = Served> + Send>>;
+
+impl RunState {
+    /// Microseconds from the start of the run to `at`.
+    fn since_run_start(&self, at: Instant) -> u64 {
+        // The run loop sets the deadline as the run starts, `limits.deadline` after it.
+        let start = self
+            .deadline
+            .and_then(|d| d.checked_sub(self.limits.deadline))
+            .unwrap_or(at);
+        at.saturating_duration_since(start).as_micros() as u64
+    }
+
+    /// Checks the tool-call limit and records the call; gives its record index, when it
+    /// started, and the future that serves it or the refusal the guest gets at once.
+    fn begin_call(
+        &mut self,
+        category: String,
+        name: String,
+        args_json: String,
+    ) -> wasmtime::Result<(usize, Instant, Result<CallFuture, String>)> {
         if self.tool_calls.len() >= self.limits.max_tool_calls as usize {
             return Err(LimitStop::trap(LimitKind::ToolCalls));
         }
         let started = Instant::now();
         let refused = name_refusal(&category, &name);
         // Recorded before the call, so a call the deadline cuts off is still in the record
-        // (`ok: false`); completed below. The names move in (cut in place when too long).
+        // (`ok: false`); completed by `finish_call`. The names are cut in place when too long.
         let index = self.tool_calls.len();
+        let start_us = self.since_run_start(started);
+        let (category, name) = (
+            clip(category, MAX_NAME_BYTES).0,
+            clip(name, MAX_NAME_BYTES).0,
+        );
         self.tool_calls.push(ToolCallRecord {
-            category: clip(category, MAX_NAME_BYTES).0,
-            name: clip(name, MAX_NAME_BYTES).0,
+            category: category.clone(),
+            name: name.clone(),
             ok: false,
             duration_us: 0,
+            start_us,
+            end_us: start_us,
             args_bytes: args_json.len(),
             result_bytes: 0,
         });
+        if let Some(refusal) = refused {
+            return Ok((index, started, Err(refusal)));
+        }
         // Only owned values cross the await: the store data itself is not `Sync`.
         let call = Call {
             catalog: self.catalog.clone(),
@@ -83,21 +211,30 @@ impl Host for RunState {
             max_result: self.limits.max_tool_result_bytes,
         };
         // A tool that starts a run of its own (a dynamic tool) gets what this run has left.
+        // Concurrent calls each get all of it; the fuel they use is charged as each completes.
         let budget = CallerBudget::new(
             self.limits.fuel.saturating_sub(self.nested_fuel),
             self.limits.memory_bytes,
             self.deadline
                 .unwrap_or_else(|| started + self.limits.deadline),
         );
-        let (result, nested) = match refused {
-            Some(refusal) => (Err(refusal), 0),
-            None => {
-                let record = &self.tool_calls[index];
-                budget
-                    .serve(call.dispatch(&record.category, &record.name, args_json))
-                    .await
-            }
-        };
+        let future: CallFuture = Box::pin(async move {
+            budget
+                .serve(call.dispatch(&category, &name, args_json))
+                .await
+        });
+        Ok((index, started, Ok(future)))
+    }
+
+    /// Completes the record of call `index` with what its handler gave; ends the run (a trap)
+    /// when the call took it past its deadline or its nested runs past its fuel.
+    fn finish_call(
+        &mut self,
+        index: usize,
+        started: Instant,
+        result: Result<String, String>,
+        nested: u64,
+    ) -> wasmtime::Result<Result<String, String>> {
         self.nested_fuel = self.nested_fuel.saturating_add(nested);
         let now = Instant::now();
         let stop = if nested > 0 && self.nested_fuel >= self.limits.fuel {
@@ -109,9 +246,11 @@ impl Host for RunState {
         } else {
             None
         };
+        let end_us = self.since_run_start(now);
         let record = &mut self.tool_calls[index];
         record.ok = result.is_ok() && stop.is_none();
         record.duration_us = (now - started).as_micros() as u64;
+        record.end_us = end_us;
         record.result_bytes = match &result {
             Ok(s) | Err(s) => s.len(),
         };
@@ -119,6 +258,28 @@ impl Host for RunState {
             return Err(LimitStop::trap(kind));
         }
         Ok(result)
+    }
+
+    /// Closes the record of a call dropped before it completed (`ok: false`, no result).
+    fn settle_cancelled(&mut self, index: usize, started: Instant, now: Instant) {
+        let end_us = self.since_run_start(now);
+        if let Some(record) = self.tool_calls.get_mut(index) {
+            record.ok = false;
+            record.duration_us = now.saturating_duration_since(started).as_micros() as u64;
+            record.end_us = end_us;
+        }
+    }
+
+    /// Cancels every call still in flight as the run ends: their handlers are dropped (command
+    /// tools' process groups killed) and their records closed at `now`.
+    pub(crate) fn cancel_in_flight(&mut self) {
+        if self.in_flight.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        for (index, started) in self.in_flight.cancel_all() {
+            self.settle_cancelled(index, started, now);
+        }
     }
 }
 

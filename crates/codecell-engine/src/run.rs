@@ -161,7 +161,9 @@ impl Engine {
             Ok(Err(Instantiate(e))) => self.instantiate_failed(e, &store, limits)?,
         };
         let fuel_left = store.get_fuel().unwrap_or(0);
-        let state = store.into_data();
+        let mut state = store.into_data();
+        // Calls started concurrently and still running end with the run.
+        state.cancel_in_flight();
         // The guest's own fuel, and what the dynamic tools it called used in runs of their own.
         let fuel_used = limits
             .fuel

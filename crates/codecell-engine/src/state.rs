@@ -1,6 +1,7 @@
 //! The data a run's `Store` carries: WASI context, capture buffers, limits and the tool record.
 
 use crate::determinism::make_deterministic;
+use crate::in_flight::InFlight;
 use crate::limits::Limits;
 use crate::memory_limit::MemoryLimiter;
 use crate::outcome::ToolCallRecord;
@@ -24,6 +25,8 @@ pub(crate) struct RunState {
     pub(crate) deadline: Option<Instant>,
     /// Fuel nested runs (dynamic tools this run called) used, charged to this run.
     pub(crate) nested_fuel: u64,
+    /// Tool calls started concurrently (`start-tool-call`) and not yet handed back.
+    pub(crate) in_flight: InFlight,
 }
 
 impl RunState {
@@ -55,6 +58,7 @@ impl RunState {
             tool_calls: Vec::new(),
             deadline: None,
             nested_fuel: 0,
+            in_flight: InFlight::default(),
         }
     }
 }
