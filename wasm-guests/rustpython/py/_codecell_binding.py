@@ -12,6 +12,7 @@ import time
 
 import _codecell_host
 from _codecell_host import decode_result, encode_args, ls, read, write  # noqa: F401  (the binding's interface)
+from _codecell_host import cancel_tool_call, start_tool_call, wait_tool_calls  # noqa: F401
 from _codecell_host import call_tool_json as call_tool  # noqa: F401
 
 
