@@ -37,9 +37,11 @@ fn mode(guest: codecell::GuestKind, limits: Limits) -> CodeMode {
         spec: ToolSpec::new("ordered", "Unsorted keys.", json!({"type": "object"})),
         handler: handler_fn(|_| Ok(json!({"zeta": 1, "alpha": 2, "mid": {"y": 1, "b": 2}}))),
     };
-    code_mode_from_tools(engine(guest), vec![wait, echo, ordered], |_| "Slow tools.".into())
-        .unwrap()
-        .with_limits(limits)
+    code_mode_from_tools(engine(guest), vec![wait, echo, ordered], |_| {
+        "Slow tools.".into()
+    })
+    .unwrap()
+    .with_limits(limits)
 }
 
 /// Whether every two calls of `calls` ran at the same time for a while.
@@ -78,11 +80,11 @@ codecell_tests::for_each_guest! {
         let code = "import asyncio\n\
             r = await call_tool_async('slow', 'echo', k=1)\n\
             await asyncio.sleep(0.01)\n\
-            from tools.slow import echo_async\n\
-            print(r, await echo_async(), await asyncio.gather(echo_async(a=1), echo_async(b=2)))\n";
+            from tools.slow import echo_async, wait_async\n\
+            print(r, await echo_async(), await asyncio.gather(echo_async(), wait_async(ms=1)))\n";
         let outcome = mode(GUEST, Limits::default()).execute_code(code).await.unwrap();
         assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
-        assert_eq!(outcome.stdout.trim(), "{'k': 1} {} [{'a': 1}, {'b': 2}]");
+        assert_eq!(outcome.stdout.trim(), "{'k': 1} {} [{}, {'slept': 1}]");
         assert_eq!(outcome.tool_calls.len(), 4);
     }
 

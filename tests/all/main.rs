@@ -8,4 +8,5 @@ mod differential;
 mod dynamic_tools;
 mod limits;
 mod regressions;
+mod sessions;
 mod stdlib;

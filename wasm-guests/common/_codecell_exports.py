@@ -32,8 +32,9 @@ Everything that differs between the guests is in the module `_codecell_binding` 
 `_codecell_binding_interface.Binding` declares the same names; a binding that lacks one fails
 the guest's build, not a run.
 
-Each run happens in a fresh instance, so nothing a run does survives it. Every exception is
-caught here: one escaping would trap the instance (CPython) or lose the user's traceback.
+Each run happens in a fresh instance, so nothing a run does survives it — except the cells of a
+session (`run_cell`), which share one instance and one globals dict. Every exception is caught
+here: one escaping would trap the instance (CPython) or lose the user's traceback.
 """
 
 import builtins
@@ -59,12 +60,13 @@ _codecell_stub_importer.install()
 _codecell_stdio.install()
 
 
-def _prepare(options) -> tuple:
+def _prepare(options, reseed=True) -> tuple:
     """Sets the run up; gives its failure clip and its result limit."""
     # The snapshot fixed the generator's state at build time: every run must draw new numbers.
     # Seed from os.urandom (WASI random, fresh per run) rather than `random.seed()`: RustPython
     # seeds from a Rust thread-local generator whose state is itself part of the snapshot.
-    random.seed(int.from_bytes(os.urandom(32), "big"))
+    if reseed:
+        random.seed(int.from_bytes(os.urandom(32), "big"))
     recursion, message, traceback, result = _binding.run_limits(options)
     sys.setrecursionlimit(max(50, int(recursion)))
     return Clip(message, traceback), int(result)
@@ -105,6 +107,38 @@ def run_snippet(code, options):
             _codecell_async.run_top_level(compiled, _snippet_globals())
         else:
             exec(compiled, _snippet_globals())
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            failure = to_failure(e, clip)
+    except BaseException as e:
+        failure = to_failure(e, clip)
+    _flush()
+    return _binding.snippet_result(failure)
+
+
+# The globals of this instance's session; created by its first cell.
+_session_globals = None
+
+
+def run_cell(code, options):
+    """Runs one cell of a session in the globals every earlier cell of this instance used.
+
+    `random` is seeded by the first cell only, so its sequence continues across cells as it
+    would in one interpreter.
+    """
+    global _session_globals
+    failure = None
+    clip = _DEFAULT_CLIP
+    try:
+        first = _session_globals is None
+        clip, _ = _prepare(options, reseed=first)
+        if first:
+            _session_globals = _snippet_globals()
+        compiled = _codecell_async.compile_snippet(code, "<cell>")
+        if _codecell_async.needs_loop(compiled):
+            _codecell_async.run_top_level(compiled, _session_globals)
+        else:
+            exec(compiled, _session_globals)
     except SystemExit as e:
         if e.code not in (None, 0):
             failure = to_failure(e, clip)

@@ -9,7 +9,7 @@ snippet could rewrite; the host clips again whatever comes back.
 
 import traceback
 
-USER_FILENAMES = ("<snippet>", "<tool>")
+USER_FILENAMES = ("<snippet>", "<cell>", "<tool>")
 
 # What a failure that cannot even be described becomes, e.g. on a MemoryError while formatting.
 LAST_RESORT = ("MemoryError", "", "", None)

@@ -23,6 +23,7 @@ class WitWorld(wit_world.WitWorld):
     # The shared functions themselves, not wrappers: a wrapper's frame would count against the
     # recursion limit under the user's code.
     run_snippet = staticmethod(_codecell_exports.run_snippet)
+    run_cell = staticmethod(_codecell_exports.run_cell)
     run_tool = staticmethod(_codecell_exports.run_tool)
 
     def python_version(self):

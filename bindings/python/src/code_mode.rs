@@ -4,6 +4,7 @@
 use crate::dynamic::NativeDynamicTools;
 use crate::py_tool::{PyToolHandler, RUN_LOOP};
 use crate::runtime::runtime;
+use crate::session::{NativeSession, journal, session_limits};
 use crate::{engines, errors, gate, limits};
 use codecell::{Catalog, CodeMode, Error, Handler, Outcome, ToolSpec};
 use pyo3::exceptions::PyValueError;
@@ -65,7 +66,7 @@ fn catalog(categories: Vec<CategoryRow<'_>>) -> PyResult<Catalog> {
 }
 
 /// The outcome as its JSON contract and as the text a model reads back.
-fn texts(outcome: &Outcome) -> (String, String) {
+pub(crate) fn texts(outcome: &Outcome) -> (String, String) {
     let json = serde_json::to_string(outcome).unwrap_or_else(|e| {
         format!(r#"{{"status":"error","stdout":"","stderr":"","truncated":false,"error":{{"type":"HostError","message":"cannot encode the outcome: {e}","traceback":""}},"limit":null,"fuel_used":0,"duration_ms":0,"tool_calls":[]}}"#)
     });
@@ -139,6 +140,46 @@ impl NativeCodeMode {
         RunHandle {
             abort: task.abort_handle(),
         }
+    }
+
+    /// A session over this code mode's catalog and limits (see `codecell::SessionLimits`).
+    #[pyo3(signature = (max_turns=None, idle_ttl_s=None, max_total_fuel=None, restart_on_trap=false))]
+    fn session(
+        &self,
+        py: Python<'_>,
+        max_turns: Option<u32>,
+        idle_ttl_s: Option<f64>,
+        max_total_fuel: Option<u64>,
+        restart_on_trap: bool,
+    ) -> PyResult<NativeSession> {
+        let limits = session_limits(max_turns, idle_ttl_s, max_total_fuel, restart_on_trap)?;
+        let mode = self.mode.clone();
+        let session = py.detach(move || {
+            runtime().block_on(RUN_LOOP.scope(None, async move { mode.session(limits).await }))
+        });
+        session.map(NativeSession::new).map_err(errors::to_py)
+    }
+
+    /// A session restored from a journal's JSON text (`NativeSession::save`).
+    #[pyo3(signature = (journal_json, max_turns=None, idle_ttl_s=None, max_total_fuel=None, restart_on_trap=false))]
+    fn restore_session(
+        &self,
+        py: Python<'_>,
+        journal_json: &str,
+        max_turns: Option<u32>,
+        idle_ttl_s: Option<f64>,
+        max_total_fuel: Option<u64>,
+        restart_on_trap: bool,
+    ) -> PyResult<NativeSession> {
+        let limits = session_limits(max_turns, idle_ttl_s, max_total_fuel, restart_on_trap)?;
+        let journal = journal(journal_json)?;
+        let mode = self.mode.clone();
+        let session = py.detach(move || {
+            runtime().block_on(RUN_LOOP.scope(None, async move {
+                mode.restore_session(limits, journal).await
+            }))
+        });
+        session.map(NativeSession::new).map_err(errors::to_py)
     }
 
     /// The system-prompt section that teaches a model the tree and `call_tool`.

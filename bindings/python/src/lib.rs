@@ -9,6 +9,7 @@ mod gate;
 mod limits;
 mod py_tool;
 mod runtime;
+mod session;
 
 use pyo3::prelude::*;
 
@@ -18,6 +19,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<code_mode::NativeCodeMode>()?;
     m.add_class::<code_mode::RunHandle>()?;
+    m.add_class::<session::NativeSession>()?;
     m.add_class::<dynamic::NativeDynamicTools>()?;
     m.add_class::<py_tool::Reply>()?;
     m.add_function(wrap_pyfunction!(gate::close_for_shutdown, m)?)?;

@@ -10,6 +10,7 @@ mod failure;
 mod fuzz_cmd;
 mod input;
 mod out;
+mod repl_cmd;
 mod run_cmd;
 mod serve_cmd;
 mod store_args;
@@ -47,6 +48,8 @@ enum Command {
     /// Define, invoke and govern dynamic tools in a manifest store.
     #[command(subcommand)]
     Tool(dynamic_cmd::ToolCommand),
+    /// A session: cells that share their globals, from a prompt or `# %%`-separated stdin.
+    Repl(repl_cmd::ReplArgs),
     /// Serve `execute_code` (and dynamic tools) as an MCP server on stdio or HTTP.
     Serve(serve_cmd::ServeArgs),
 }
@@ -78,6 +81,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Batch(args)) => batch_cmd::run(args).await,
         Some(Command::Tools(cmd)) => catalog_cmd::run(cmd).await,
         Some(Command::Serve(args)) => serve_cmd::run(args).await,
+        Some(Command::Repl(args)) => repl_cmd::run(args).await,
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
         Some(Command::Fuzz(cmd)) => fuzz_cmd::run(cmd).await,

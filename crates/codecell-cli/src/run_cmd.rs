@@ -154,7 +154,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     })
 }
 
-fn print_human(outcome: &Outcome) -> Result<(), Failure> {
+/// Prints an outcome for people: the guest's output, then one `[codecell]` status line.
+pub fn print_human(outcome: &Outcome) -> Result<(), Failure> {
     out::stdout(&out::guest_stdout(&outcome.stdout))?;
     if !outcome.stderr.is_empty() {
         out::stderr(&out::guest_stderr(&outcome.stderr));

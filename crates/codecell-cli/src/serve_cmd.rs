@@ -5,9 +5,11 @@ use crate::failure::Failure;
 use crate::run_cmd::SandboxArgs;
 use crate::store_args::DynamicStoreArgs;
 use clap::{Args, ValueEnum};
+use codecell::{SessionLimits, SessionManager, SessionManagerLimits};
 use codecell_mcp::{CodecellServer, HttpOptions};
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Args, Debug)]
@@ -21,6 +23,12 @@ pub struct ServeArgs {
     /// repeatable. Needed when clients reach the server by another name.
     #[arg(long = "allow-host", value_name = "HOST")]
     allow_hosts: Vec<String>,
+    /// Sessions `execute_code` may keep alive at once (`session_id`); 0 turns sessions off.
+    #[arg(long, default_value_t = 16)]
+    max_sessions: usize,
+    /// Seconds a session may wait between turns before it is dropped.
+    #[arg(long, default_value_t = 600)]
+    session_idle_s: u64,
     /// What to log on stderr.
     #[arg(long, default_value = "warn")]
     log_level: LogLevel,
@@ -60,7 +68,36 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode, Failure> {
     let store = args.dynamic.open(args.sandbox.guest)?;
     let catalog = args.sandbox.catalog(store.as_ref()).await?;
     let code_mode = args.sandbox.code_mode(catalog, true)?;
+    let sessions = (args.max_sessions > 0).then(|| {
+        let session_limits = SessionLimits {
+            idle_ttl: Duration::from_secs(args.session_idle_s),
+            ..SessionLimits::default()
+        };
+        let caps = SessionManagerLimits {
+            max_sessions: args.max_sessions,
+            ..SessionManagerLimits::default()
+        };
+        SessionManager::new(
+            code_mode.engine(),
+            code_mode.catalog().cloned(),
+            code_mode.limits().clone(),
+            session_limits,
+            caps,
+        )
+    });
     let mut server = CodecellServer::new(code_mode);
+    if let Some(sessions) = sessions {
+        // Idle sessions are dropped on every request; this also frees them when none comes.
+        let sweeper = sessions.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(30));
+            loop {
+                every.tick().await;
+                sweeper.evict_idle();
+            }
+        });
+        server = server.with_sessions(sessions);
+    }
     if let Some(store) = store {
         server = server.with_dynamic_tools(store);
     }

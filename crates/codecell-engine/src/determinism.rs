@@ -30,6 +30,15 @@ pub const VIRTUAL_TICK: Duration = Duration::from_millis(1);
 
 /// Gives `builder` the seeded generators and the virtual clocks of a run seeded with `seed`.
 pub(crate) fn make_deterministic(builder: &mut WasiCtxBuilder, seed: u64) {
+    seed_random(builder, seed);
+    builder
+        .wall_clock(VirtualClock::new(VIRTUAL_EPOCH_SECS * 1_000_000_000))
+        .monotonic_clock(VirtualClock::new(0));
+}
+
+/// Gives `builder` random generators seeded with `seed` (a session without a seed of its own
+/// uses them with recorded real clocks, `session/clocks.rs`).
+pub(crate) fn seed_random(builder: &mut WasiCtxBuilder, seed: u64) {
     use rand::SeedableRng;
     // Distinct streams for the two interfaces, so one's draws do not shift the other's.
     let secure = rand::rngs::StdRng::seed_from_u64(seed);
@@ -37,9 +46,7 @@ pub(crate) fn make_deterministic(builder: &mut WasiCtxBuilder, seed: u64) {
     builder
         .secure_random(secure)
         .insecure_random(insecure)
-        .insecure_random_seed(u128::from(seed) << 64 | u128::from(!seed))
-        .wall_clock(VirtualClock::new(VIRTUAL_EPOCH_SECS * 1_000_000_000))
-        .monotonic_clock(VirtualClock::new(0));
+        .insecure_random_seed(u128::from(seed) << 64 | u128::from(!seed));
 }
 
 /// A clock that reads `start`, then `start + tick`, `start + 2 tick`, … in nanoseconds.

@@ -96,7 +96,16 @@ pub(crate) fn new_store(
     catalog: Option<Catalog>,
     limits: &Limits,
 ) -> Result<Store<RunState>, EngineError> {
-    let mut store = Store::new(engine, RunState::new(limits, catalog));
+    store_with(engine, RunState::new(limits, catalog), limits)
+}
+
+/// A store of `engine` over `state`, with the memory limiter installed and `limits`' fuel set.
+pub(crate) fn store_with(
+    engine: &wasmtime::Engine,
+    state: RunState,
+    limits: &Limits,
+) -> Result<Store<RunState>, EngineError> {
+    let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
     arm(&mut store, limits)?;
     Ok(store)

@@ -52,6 +52,56 @@ pub enum EngineError {
     /// The engine's instance pool was closed, so no run can get an instance.
     #[error("the engine's instance pool was closed")]
     PoolClosed,
+    /// A session refused a turn: it has ended.
+    #[error("the session has ended: {reason}")]
+    SessionEnded {
+        /// Why it ended.
+        reason: String,
+    },
+    /// A session's journal is over its size limit, so the session cannot be saved.
+    #[error(
+        "the session's journal holds {used} (bytes or clock reads), over its limit of {limit}; the session runs on but cannot be saved"
+    )]
+    JournalTooLarge {
+        /// What the journal holds.
+        used: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A journal cannot be restored: wrong format or guest, or over a limit.
+    #[error("cannot restore the journal: {detail}")]
+    JournalInvalid {
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// Replaying a journal, a cell did other than the journal records.
+    #[error("restoring the journal diverged at cell {cell}: {detail}")]
+    JournalDiverged {
+        /// The cell, from 1.
+        cell: usize,
+        /// What differed.
+        detail: String,
+    },
+    /// A session manager has no session by this id (never made, closed, or evicted).
+    #[error("no session {id}: it was never made, was closed, or was evicted")]
+    UnknownSession {
+        /// The id asked for.
+        id: String,
+    },
+    /// A session manager refused a new session: it holds as many as it may.
+    #[error(
+        "cannot start another session: {live} live sessions reserve {reserved} bytes of memory; the limits are {max_sessions} sessions and {max_memory} bytes"
+    )]
+    SessionsFull {
+        /// Sessions alive.
+        live: usize,
+        /// Memory their caps reserve, in bytes.
+        reserved: usize,
+        /// The cap on sessions.
+        max_sessions: usize,
+        /// The cap on their memory, in bytes.
+        max_memory: usize,
+    },
     /// wasmtime failed to configure, link or instantiate.
     #[error("wasmtime: {0:#}")]
     Wasmtime(#[source] wasmtime::Error),
@@ -67,6 +117,12 @@ impl EngineError {
             EngineError::Preinit { .. } => "preinit",
             EngineError::MemoryCapTooSmall { .. } => "memory_cap_too_small",
             EngineError::PoolClosed => "pool_closed",
+            EngineError::SessionEnded { .. } => "session_ended",
+            EngineError::JournalTooLarge { .. } => "journal_too_large",
+            EngineError::JournalInvalid { .. } => "journal_invalid",
+            EngineError::JournalDiverged { .. } => "journal_diverged",
+            EngineError::UnknownSession { .. } => "unknown_session",
+            EngineError::SessionsFull { .. } => "sessions_full",
             EngineError::Wasmtime(_) => "wasmtime",
         }
     }

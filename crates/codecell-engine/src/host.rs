@@ -14,11 +14,15 @@ use crate::budget::CallerBudget;
 use crate::ending::{LimitStop, clip};
 use crate::in_flight::Served;
 use crate::outcome::{LimitKind, ToolCallRecord};
+use crate::session::{JournalCall, JournalResult};
 use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
+
+/// What a session's journal keeps for a call that never completed (cancelled, or cut off).
+const CANCELLED: &str = "the call was cancelled before it completed";
 
 /// Why a call naming `category`/`name` is refused before anything looks them up: a name over
 /// the catalog's limit (no catalog has such a name, and the record keeps only that much).
@@ -64,12 +68,12 @@ impl Host for RunState {
         name: String,
         args_json: String,
     ) -> wasmtime::Result<Result<String, String>> {
-        let (index, started, call) = self.begin_call(category, name, args_json)?;
-        let (result, nested) = match call {
-            Ok(call) => call.await,
-            Err(refusal) => (Err(refusal), 0),
+        let (begun, dispatch) = self.begin_call(category, name, args_json)?;
+        let (result, nested) = match dispatch {
+            Dispatch::Call(call) => call.await,
+            Dispatch::Answered(answer) => (answer, 0),
         };
-        self.finish_call(index, started, result, nested)
+        self.finish_call(&begun, result, nested)
     }
 
     async fn start_tool_call(
@@ -78,17 +82,23 @@ impl Host for RunState {
         name: String,
         args_json: String,
     ) -> wasmtime::Result<Result<u64, String>> {
-        let (index, started, call) = self.begin_call(category, name, args_json)?;
-        let refusal = match (call, tokio::runtime::Handle::try_current()) {
-            (Ok(call), Ok(runtime)) => {
-                self.in_flight.start(index, started, call, &runtime);
-                return Ok(Ok(index as u64));
+        let (begun, dispatch) = self.begin_call(category, name, args_json)?;
+        let handle = begun.index as u64;
+        let refusal = match (dispatch, tokio::runtime::Handle::try_current()) {
+            (Dispatch::Call(call), Ok(runtime)) => {
+                self.in_flight.start(begun, call, &runtime);
+                return Ok(Ok(handle));
             }
-            (Ok(_), Err(_)) => "concurrent tool calls need a tokio runtime".to_string(),
-            (Err(refusal), _) => refusal,
+            (Dispatch::Call(_), Err(_)) => "concurrent tool calls need a tokio runtime".to_string(),
+            (Dispatch::Answered(Ok(answer)), _) => {
+                // A journal's answer: a call that has already completed.
+                self.in_flight.completed(begun, (Ok(answer), 0));
+                return Ok(Ok(handle));
+            }
+            (Dispatch::Answered(Err(refusal)), _) => refusal,
         };
-        self.finish_call(index, started, Err(refusal), 0)
-            .map(|refused| refused.map(|_| index as u64))
+        self.finish_call(&begun, Err(refusal), 0)
+            .map(|refused| refused.map(|_| handle))
     }
 
     async fn wait_tool_calls(
@@ -136,9 +146,9 @@ impl Host for RunState {
             };
             bytes = bytes.saturating_add(size);
             let (result, nested) = done.served;
-            let result = self.finish_call(done.index, done.started, result, nested)?;
+            let result = self.finish_call(&done.begun, result, nested)?;
             handed.push(ToolCompletion {
-                handle: done.index as u64,
+                handle: done.begun.index as u64,
                 outcome: result,
             });
         }
@@ -149,8 +159,8 @@ impl Host for RunState {
         let Ok(index) = usize::try_from(handle) else {
             return Ok(());
         };
-        if let Some(started) = self.in_flight.cancel(index) {
-            self.settle_cancelled(index, started, Instant::now());
+        if let Some(begun) = self.in_flight.cancel(index) {
+            self.settle_cancelled(&begun, Instant::now());
         }
         Ok(())
     }
@@ -158,6 +168,21 @@ impl Host for RunState {
 
 /// A call's future, detached from the store: its result and the fuel nested runs used.
 type CallFuture = Pin<Box<dyn Future<Output = Served> + Send>>;
+
+/// How a recorded call is answered.
+enum Dispatch {
+    /// By its handler.
+    Call(CallFuture),
+    /// At once: a refusal, or (a session being restored) the journal's answer.
+    Answered(Result<String, String>),
+}
+
+/// A call recorded by `begin_call`: its record, when it started and where its journal entry is.
+pub(crate) struct Begun {
+    pub(crate) index: usize,
+    started: Instant,
+    journal_slot: Option<usize>,
+}
 
 impl RunState {
     /// Microseconds from the start of the run to `at`.
@@ -177,7 +202,7 @@ impl RunState {
         category: String,
         name: String,
         args_json: String,
-    ) -> wasmtime::Result<(usize, Instant, Result<CallFuture, String>)> {
+    ) -> wasmtime::Result<(Begun, Dispatch)> {
         if self.tool_calls.len() >= self.limits.max_tool_calls as usize {
             return Err(LimitStop::trap(LimitKind::ToolCalls));
         }
@@ -201,8 +226,32 @@ impl RunState {
             args_bytes: args_json.len(),
             result_bytes: 0,
         });
+        let mut begun = Begun {
+            index,
+            started,
+            journal_slot: None,
+        };
         if let Some(refusal) = refused {
-            return Ok((index, started, Err(refusal)));
+            return Ok((begun, Dispatch::Answered(Err(refusal))));
+        }
+        if let Some(journal) = self.journal.as_mut() {
+            // A session being restored answers from its journal instead of calling again.
+            match journal.replayed(&category, &name, &args_json) {
+                Some(Ok(answer)) => return Ok((begun, Dispatch::Answered(answer))),
+                Some(Err(diverged)) => return Err(wasmtime::Error::new(diverged)),
+                None => {
+                    // Kept in the order calls start (the order a replay asks in); the result
+                    // is filled in as the call completes, and a call that never does replays
+                    // as a tool error.
+                    begun.journal_slot = Some(journal.recorded.len());
+                    journal.recorded.push(JournalCall {
+                        category: category.clone(),
+                        name: name.clone(),
+                        args_json: args_json.clone(),
+                        result: JournalResult::of(&Err(CANCELLED.to_string())),
+                    });
+                }
+            }
         }
         // Only owned values cross the await: the store data itself is not `Sync`.
         let call = Call {
@@ -223,18 +272,23 @@ impl RunState {
                 .serve(call.dispatch(&category, &name, args_json))
                 .await
         });
-        Ok((index, started, Ok(future)))
+        Ok((begun, Dispatch::Call(future)))
     }
 
     /// Completes the record of call `index` with what its handler gave; ends the run (a trap)
     /// when the call took it past its deadline or its nested runs past its fuel.
     fn finish_call(
         &mut self,
-        index: usize,
-        started: Instant,
+        begun: &Begun,
         result: Result<String, String>,
         nested: u64,
     ) -> wasmtime::Result<Result<String, String>> {
+        let (index, started) = (begun.index, begun.started);
+        if let (Some(journal), Some(slot)) = (self.journal.as_mut(), begun.journal_slot)
+            && let Some(entry) = journal.recorded.get_mut(slot)
+        {
+            entry.result = JournalResult::of(&result);
+        }
         self.nested_fuel = self.nested_fuel.saturating_add(nested);
         let now = Instant::now();
         let stop = if nested > 0 && self.nested_fuel >= self.limits.fuel {
@@ -261,11 +315,11 @@ impl RunState {
     }
 
     /// Closes the record of a call dropped before it completed (`ok: false`, no result).
-    fn settle_cancelled(&mut self, index: usize, started: Instant, now: Instant) {
+    fn settle_cancelled(&mut self, begun: &Begun, now: Instant) {
         let end_us = self.since_run_start(now);
-        if let Some(record) = self.tool_calls.get_mut(index) {
+        if let Some(record) = self.tool_calls.get_mut(begun.index) {
             record.ok = false;
-            record.duration_us = now.saturating_duration_since(started).as_micros() as u64;
+            record.duration_us = now.saturating_duration_since(begun.started).as_micros() as u64;
             record.end_us = end_us;
         }
     }
@@ -277,8 +331,8 @@ impl RunState {
             return;
         }
         let now = Instant::now();
-        for (index, started) in self.in_flight.cancel_all() {
-            self.settle_cancelled(index, started, now);
+        for begun in self.in_flight.cancel_all() {
+            self.settle_cancelled(&begun, now);
         }
     }
 }

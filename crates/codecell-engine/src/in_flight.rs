@@ -6,9 +6,9 @@
 //! run: the [`JoinSet`] aborts what is still running, which drops the handler's future (a
 //! command tool's process group is killed when its child handle drops).
 
+use crate::host::Begun;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::time::Instant;
 use tokio::task::{AbortHandle, Id, JoinSet};
 
 /// What a served call gives back: its result (or tool error) and the fuel nested runs used.
@@ -16,17 +16,15 @@ pub(crate) type Served = (Result<String, String>, u64);
 
 /// A call that completed and waits to be handed to the guest.
 pub(crate) struct Completed {
-    /// The call's handle: the index of its record in the run's `tool_calls`.
-    pub(crate) index: usize,
-    /// When the call started (for its record).
-    pub(crate) started: Instant,
+    /// The call: its handle is the index of its record in the run's `tool_calls`.
+    pub(crate) begun: Begun,
     /// What the handler gave.
     pub(crate) served: Served,
 }
 
 /// A started call still running.
 struct Running {
-    started: Instant,
+    begun: Begun,
     abort: AbortHandle,
 }
 
@@ -50,17 +48,22 @@ impl InFlight {
         self.running.is_empty()
     }
 
-    /// Spawns the call with record `index` on `runtime`.
+    /// Spawns the call `begun` on `runtime`.
     pub(crate) fn start(
         &mut self,
-        index: usize,
-        started: Instant,
+        begun: Begun,
         call: impl Future<Output = Served> + Send + 'static,
         runtime: &tokio::runtime::Handle,
     ) {
         let abort = self.tasks.spawn_on(call, runtime);
+        let index = begun.index;
         self.by_task.insert(abort.id(), index);
-        self.running.insert(index, Running { started, abort });
+        self.running.insert(index, Running { begun, abort });
+    }
+
+    /// Queues a call answered without running (a session's journal answer).
+    pub(crate) fn completed(&mut self, begun: Begun, served: Served) {
+        self.ready.push_back(Completed { begun, served });
     }
 
     /// Waits for the next running call to complete and queues it; returns at once when none runs.
@@ -101,8 +104,7 @@ impl InFlight {
             return false;
         };
         self.ready.push_back(Completed {
-            index,
-            started: running.started,
+            begun: running.begun,
             served,
         });
         true
@@ -120,27 +122,23 @@ impl InFlight {
         self.ready.pop_front()
     }
 
-    /// Drops call `index` if it is running or queued; gives when it started if it was.
-    pub(crate) fn cancel(&mut self, index: usize) -> Option<Instant> {
+    /// Drops call `index` if it is running or queued; gives it if it was.
+    pub(crate) fn cancel(&mut self, index: usize) -> Option<Begun> {
         if let Some(running) = self.running.remove(&index) {
             running.abort.abort();
-            return Some(running.started);
+            return Some(running.begun);
         }
-        let at = self.ready.iter().position(|c| c.index == index)?;
-        self.ready.remove(at).map(|c| c.started)
+        let at = self.ready.iter().position(|c| c.begun.index == index)?;
+        self.ready.remove(at).map(|c| c.begun)
     }
 
-    /// Drops every call still running or queued; gives their indices and start times.
-    pub(crate) fn cancel_all(&mut self) -> Vec<(usize, Instant)> {
+    /// Drops every call still running or queued; gives them in the order they started.
+    pub(crate) fn cancel_all(&mut self) -> Vec<Begun> {
         self.tasks.abort_all();
         self.by_task.clear();
-        let mut dropped: Vec<(usize, Instant)> = self
-            .running
-            .drain()
-            .map(|(index, r)| (index, r.started))
-            .collect();
-        dropped.extend(self.ready.drain(..).map(|c| (c.index, c.started)));
-        dropped.sort_unstable();
+        let mut dropped: Vec<Begun> = self.running.drain().map(|(_, r)| r.begun).collect();
+        dropped.extend(self.ready.drain(..).map(|c| c.begun));
+        dropped.sort_unstable_by_key(|b| b.index);
         dropped
     }
 }

@@ -21,6 +21,7 @@
 //! | `output.rs`, `memory_limit.rs` | the output cap and the memory cap, enforced on the host side of the wall |
 //! | [`run_batch`] (`batch.rs`) | a stream of programs in, outcomes out, a bounded number in flight |
 //! | `determinism.rs` | a seeded run's generators and virtual clocks ([`Limits::seed`]) |
+//! | [`Session`] (`session/`) | one instance kept across turns, its journal, and [`SessionManager`] for servers |
 //! | `warm.rs` | the next run's instance, made ahead of time; never called before its run |
 //! | `pool.rs`, `artifact_cache.rs`, `preinit.rs` | the pooling allocator, the compiled-artifact cache, and RustPython's one-time snapshot |
 //! | [`Outcome`], [`Failure`], [`ErrorReport`] (`outcome.rs`) | what the caller gets; its `--json` form is the CLI contract |
@@ -53,6 +54,7 @@ mod output;
 mod pool;
 mod preinit;
 mod run;
+mod session;
 mod state;
 mod warm;
 
@@ -67,3 +69,7 @@ pub use guest::{ALL_GUESTS, BUILD_COMMAND, GuestKind};
 pub use limits::Limits;
 pub use outcome::{ErrorReport, Failure, LimitKind, Outcome, Status, ToolCallRecord};
 pub use run::ToolRun;
+pub use session::{
+    JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks, MAX_RECORDED_CLOCK_READS,
+    Session, SessionLimits, SessionManager, SessionManagerLimits, SessionState, Turn,
+};

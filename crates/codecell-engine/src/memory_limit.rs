@@ -40,6 +40,11 @@ impl MemoryLimiter {
         self.hit
     }
 
+    /// The largest linear memory granted so far, in bytes.
+    pub(crate) fn peak(&self) -> usize {
+        self.peak
+    }
+
     /// The size the guest's initial memory needed, if the cap refused even that.
     pub(crate) fn refused_initial(&self) -> Option<usize> {
         self.initial_refused

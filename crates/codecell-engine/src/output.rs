@@ -42,6 +42,15 @@ impl CappedOutput {
         lock(&self.buffer).cap = cap;
     }
 
+    /// Empties the stream and gives it `cap` for the next turn of a session.
+    pub(crate) fn reset(&self, cap: usize) {
+        let mut buf = lock(&self.buffer);
+        *buf = Buffer {
+            cap,
+            ..Buffer::default()
+        };
+    }
+
     /// The captured text (cut at a UTF-8 boundary, never longer than the cap) and whether it was truncated.
     pub(crate) fn take(&self) -> (String, bool) {
         let buf = lock(&self.buffer);

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use wasmtime::Store;
 
 /// How long past the deadline the tokio timeout waits before it ends a run that nothing polls.
-const TIMEOUT_GRACE: Duration = Duration::from_millis(20);
+pub(crate) const TIMEOUT_GRACE: Duration = Duration::from_millis(20);
 
 /// A dynamic tool's run: its JSON result or why there is none, and the fuel it used.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +29,7 @@ pub struct ToolRun {
 }
 
 /// The export call a run makes, given the instance and its store.
-type ExportCall<T> = Box<
+pub(crate) type ExportCall<T> = Box<
     dyn for<'a> FnOnce(
             &'a Sandbox,
             &'a mut Store<RunState>,
@@ -49,7 +49,7 @@ struct Finished<T> {
 
 /// The options a run passes to its export: where the guest clips its failure record (the host
 /// clips again, `ending.rs`) and how long a dynamic tool's result may be.
-fn options(limits: &Limits, max_result_chars: usize) -> RunOptions {
+pub(crate) fn options(limits: &Limits, max_result_chars: usize) -> RunOptions {
     RunOptions {
         recursion_limit: limits.recursion_limit,
         max_message_chars: REPORT_MESSAGE_CHARS,
@@ -145,14 +145,8 @@ impl Engine {
                     .await
                     .map_err(Instantiate)?,
             };
-            let mut call = call(&sandbox, &mut store);
-            let checked = std::future::poll_fn(|cx| {
-                if Instant::now() >= deadline {
-                    return Poll::Ready(Err(LimitStop::trap(LimitKind::Deadline)));
-                }
-                call.as_mut().poll(cx)
-            });
-            Ok::<_, Instantiate>(checked.await)
+            let call = call(&sandbox, &mut store);
+            Ok::<_, Instantiate>(checked(deadline, call).await)
         });
         let returned = match guarded.await {
             Ok(Ok(Ok(result))) => Returned::Guest(result),
@@ -202,6 +196,23 @@ impl Engine {
         }
         Err(EngineError::Wasmtime(error))
     }
+}
+
+/// `call`, polled until it ends or is polled at or past `deadline`, where it ends with the
+/// deadline trap. A running guest yields every `YIELD_FUEL` units of fuel, so a busy one is
+/// polled, and stopped, within a few milliseconds of its deadline.
+pub(crate) async fn checked<T>(
+    deadline: Instant,
+    call: impl Future<Output = wasmtime::Result<T>>,
+) -> wasmtime::Result<T> {
+    let mut call = std::pin::pin!(call);
+    std::future::poll_fn(|cx| {
+        if Instant::now() >= deadline {
+            return Poll::Ready(Err(LimitStop::trap(LimitKind::Deadline)));
+        }
+        call.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// Instantiation failed: not the guest's code running, so classified apart.

@@ -6,10 +6,11 @@ use crate::limits::Limits;
 use crate::memory_limit::MemoryLimiter;
 use crate::outcome::ToolCallRecord;
 use crate::output::CappedOutput;
+use crate::session::CallJournal;
 use codecell_catalog::Catalog;
 use std::time::Instant;
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 /// Per-run host state; dropped with the store at the end of the run.
 pub(crate) struct RunState {
@@ -27,6 +28,8 @@ pub(crate) struct RunState {
     pub(crate) nested_fuel: u64,
     /// Tool calls started concurrently (`start-tool-call`) and not yet handed back.
     pub(crate) in_flight: InFlight,
+    /// A session's record of tool calls, and on restore the calls to answer from it.
+    pub(crate) journal: Option<CallJournal>,
 }
 
 impl RunState {
@@ -34,6 +37,19 @@ impl RunState {
     /// arguments, no network, empty stdin. Only stdout/stderr (captured), clocks and randomness
     /// (seeded generators and virtual clocks when the limits carry a seed).
     pub(crate) fn new(limits: &Limits, catalog: Option<Catalog>) -> Self {
+        Self::with_wasi(limits, catalog, |builder| {
+            if let Some(seed) = limits.seed {
+                make_deterministic(builder, seed);
+            }
+        })
+    }
+
+    /// A state like [`RunState::new`]'s whose randomness and clocks `configure` chooses.
+    pub(crate) fn with_wasi(
+        limits: &Limits,
+        catalog: Option<Catalog>,
+        configure: impl FnOnce(&mut WasiCtxBuilder),
+    ) -> Self {
         let stdout = CappedOutput::new(limits.max_output_bytes);
         let stderr = CappedOutput::new(limits.max_output_bytes);
         let mut builder = WasiCtx::builder();
@@ -43,9 +59,7 @@ impl RunState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        if let Some(seed) = limits.seed {
-            make_deterministic(&mut builder, seed);
-        }
+        configure(&mut builder);
         let wasi = builder.build();
         RunState {
             wasi,
@@ -59,6 +73,7 @@ impl RunState {
             deadline: None,
             nested_fuel: 0,
             in_flight: InFlight::default(),
+            journal: None,
         }
     }
 }

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use codecell::{CodeMode, DynamicTools};
+use codecell::{CodeMode, DynamicTools, EngineError, Outcome, SessionManager};
 use rmcp::ErrorData;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 
@@ -23,6 +23,7 @@ use crate::execute;
 #[derive(Clone)]
 pub struct CodecellServer {
     code_mode: CodeMode,
+    sessions: Option<SessionManager>,
     dynamic: Option<Arc<DynamicTools>>,
     tools: Arc<Vec<Tool>>,
     instructions: Arc<str>,
@@ -42,14 +43,25 @@ impl std::fmt::Debug for CodecellServer {
 impl CodecellServer {
     /// A server offering `execute_code` over `code_mode`'s catalog and limits.
     pub fn new(code_mode: CodeMode) -> Self {
-        let tools = vec![execute::tool(&code_mode)];
+        let tools = vec![execute::tool(&code_mode, false)];
         let instructions = code_mode.system_prompt().into();
         CodecellServer {
             code_mode,
+            sessions: None,
             dynamic: None,
             tools: Arc::new(tools),
             instructions,
         }
+    }
+
+    /// Lets `execute_code` take a `session_id` (`"new"` starts one) whose turns share one
+    /// interpreter; `sessions` holds them, under its caps.
+    pub fn with_sessions(mut self, sessions: SessionManager) -> Self {
+        let mut tools = (*self.tools).clone();
+        tools[0] = execute::tool(&self.code_mode, true);
+        self.tools = Arc::new(tools);
+        self.sessions = Some(sessions);
+        self
     }
 
     /// Also offers `define_tool`, `list_dynamic_tools` and `invoke_dynamic_tool` on `store`.
@@ -79,15 +91,23 @@ impl CodecellServer {
         let arguments = request.arguments.as_ref();
         match (request.name.as_ref(), &self.dynamic) {
             ("execute_code", _) => {
-                let code = execute::code_argument(arguments)?;
-                let outcome = execute::run(&self.code_mode, &code, &context).await?;
-                tracing::info!(
-                    status = outcome.status().as_str(),
-                    duration_ms = outcome.duration_ms,
-                    tool_calls = outcome.tool_calls.len(),
-                    "execute_code"
-                );
-                Ok(execute::result(&outcome).into())
+                let args = execute::arguments(arguments, self.sessions.is_some())?;
+                match (args.session_id, &self.sessions) {
+                    (Some(id), Some(sessions)) => {
+                        self.session_turn(sessions, id, &args.code, &context).await
+                    }
+                    _ => {
+                        let run = async {
+                            self.code_mode
+                                .execute_code(&args.code)
+                                .await
+                                .map_err(ServeError::Run)
+                        };
+                        let outcome = execute::run(run, &context).await?;
+                        log(&outcome, None);
+                        Ok(execute::result(&outcome).into())
+                    }
+                }
             }
             (name, Some(store)) if dynamic_tools::NAMES.contains(&name) => {
                 Ok(dynamic_tools::call(store, name, arguments, &context)
@@ -99,6 +119,55 @@ impl CodecellServer {
             )),
         }
     }
+}
+
+impl CodecellServer {
+    /// One turn of session `id` (`"new"`: a session started for it). A session that ended, or
+    /// an unknown id, is a tool error the model can read, not a protocol error.
+    async fn session_turn(
+        &self,
+        sessions: &SessionManager,
+        id: String,
+        code: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ServeError> {
+        let id = if id == "new" {
+            match sessions.create().await {
+                Ok(id) => id,
+                Err(e) => return Ok(refusal(&e.to_string())),
+            }
+        } else {
+            id
+        };
+        let turn = execute::run(async { Ok(sessions.execute(&id, code).await) }, context).await?;
+        match turn {
+            Ok(turn) => {
+                log(&turn.outcome, Some(&id));
+                Ok(execute::session_result(&turn, &id).into())
+            }
+            Err(e @ (EngineError::UnknownSession { .. } | EngineError::SessionEnded { .. })) => {
+                Ok(refusal(&format!(
+                    "{e}. Start a new session with session_id \"new\"."
+                )))
+            }
+            Err(e) => Err(ServeError::Run(e.into())),
+        }
+    }
+}
+
+/// A tool error result with `message` for the model.
+fn refusal(message: &str) -> CallToolResponse {
+    CallToolResult::error(vec![ContentBlock::text(message.to_string())]).into()
+}
+
+fn log(outcome: &Outcome, session: Option<&str>) {
+    tracing::info!(
+        status = outcome.status().as_str(),
+        duration_ms = outcome.duration_ms,
+        tool_calls = outcome.tool_calls.len(),
+        session,
+        "execute_code"
+    );
 }
 
 impl ServerHandler for CodecellServer {

@@ -3,7 +3,7 @@
 use crate::error::Error;
 use crate::prompt;
 use codecell_catalog::{Catalog, ToolSpec};
-use codecell_engine::{Engine, Limits, Outcome};
+use codecell_engine::{Engine, Journal, Limits, Outcome, Session, SessionLimits};
 use serde_json::json;
 
 /// Code mode over one catalog: every `execute_code` runs in a fresh guest. Cheap to clone.
@@ -60,6 +60,34 @@ impl CodeMode {
             .engine
             .run_snippet(code, self.catalog.clone(), &self.limits)
             .await?)
+    }
+
+    /// A session over this code mode's catalog: turns keep their globals, each held to this
+    /// code mode's limits (see [`Session`]).
+    pub async fn session(&self, session_limits: SessionLimits) -> Result<Session, Error> {
+        Ok(Session::new(
+            &self.engine,
+            self.catalog.clone(),
+            self.limits.clone(),
+            session_limits,
+        )
+        .await?)
+    }
+
+    /// A session restored from `journal` (saved by [`Session::save`]) over this catalog.
+    pub async fn restore_session(
+        &self,
+        session_limits: SessionLimits,
+        journal: Journal,
+    ) -> Result<Session, Error> {
+        Ok(Session::restore(
+            &self.engine,
+            self.catalog.clone(),
+            self.limits.clone(),
+            session_limits,
+            journal,
+        )
+        .await?)
     }
 
     /// The system-prompt section that teaches a model the tree and `call_tool`.

@@ -168,21 +168,27 @@ fn call(
     app.get_attr(name, vm)?.call(args, vm)
 }
 
+/// Calls `run_snippet` or `run_cell` of the app module: None is success, a tuple the failure.
+fn run_code(export: &'static str, code: String, options: RunOptions) -> Result<(), Failure> {
+    with_app(|vm, app| {
+        let args = vec![vm.ctx.new_str(code).into(), options_tuple(vm, &options)];
+        match call(vm, app, export, args) {
+            Ok(r) if vm.is_none(&r) => Ok(()),
+            Ok(r) => Err(failure_from(&r)),
+            Err(e) => Err(describe(vm, &e)),
+        }
+    })
+}
+
 struct Component;
 
 impl Guest for Component {
     fn run_snippet(code: String, options: RunOptions) -> Result<(), Failure> {
-        with_app(|vm, app| {
-            let args = vec![
-                vm.ctx.new_str(code).into(),
-                options_tuple(vm, &options),
-            ];
-            match call(vm, app, "run_snippet", args) {
-                Ok(r) if vm.is_none(&r) => Ok(()),
-                Ok(r) => Err(failure_from(&r)),
-                Err(e) => Err(describe(vm, &e)),
-            }
-        })
+        run_code("run_snippet", code, options)
+    }
+
+    fn run_cell(code: String, options: RunOptions) -> Result<(), Failure> {
+        run_code("run_cell", code, options)
     }
 
     fn run_tool(

@@ -37,6 +37,7 @@ from ._native import (
 )
 from ._outcome import ErrorInfo, Limits, Outcome, ToolCall
 from ._paths import cache_dir, guest_path
+from ._session import Session
 from ._tool import Tool, tool
 
 __version__: str = _native.__version__
@@ -57,6 +58,7 @@ __all__ = [
     "Limits",
     "Outcome",
     "PolicyViolation",
+    "Session",
     "Tool",
     "ToolCall",
     "ToolNotFound",

@@ -10,6 +10,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from . import _native
 from ._outcome import Limits, Outcome
 from ._paths import cache_dir, guest_path
+from ._session import Session
 from ._tool import Tool
 
 DEFAULT_CATEGORY = "main"
@@ -104,6 +105,33 @@ class CodeMode:
             handle.cancel()
             raise
         return Outcome._from_native(texts)
+
+    def session(
+        self,
+        *,
+        max_turns: Optional[int] = None,
+        idle_ttl: Optional[float] = None,
+        max_total_fuel: Optional[int] = None,
+        restart_on_trap: bool = False,
+    ) -> Session:
+        """A session over these tools and limits: its turns share one interpreter."""
+        return Session(self._native.session(max_turns, idle_ttl, max_total_fuel, restart_on_trap))
+
+    def restore_session(
+        self,
+        journal: str,
+        *,
+        max_turns: Optional[int] = None,
+        idle_ttl: Optional[float] = None,
+        max_total_fuel: Optional[int] = None,
+        restart_on_trap: bool = False,
+    ) -> Session:
+        """A session that has replayed ``journal`` (from ``Session.save()``), tool calls answered
+        from it; raises ``EngineError`` naming the first turn that printed otherwise."""
+        if not isinstance(journal, str):
+            raise TypeError(f"journal must be a str, got {type(journal).__name__}")
+        native = self._native.restore_session(journal, max_turns, idle_ttl, max_total_fuel, restart_on_trap)
+        return Session(native)
 
     def system_prompt(self) -> str:
         """The system-prompt section that teaches a model ``ls``, ``read`` and ``call_tool``."""

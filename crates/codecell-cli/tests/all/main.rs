@@ -5,5 +5,6 @@ mod batch;
 mod common;
 mod dynamic;
 mod found;
+mod repl;
 mod run;
 mod serve;

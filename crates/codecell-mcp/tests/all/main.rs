@@ -5,4 +5,5 @@
 
 mod common;
 mod server;
+mod sessions;
 mod upstream;
