@@ -5,7 +5,9 @@
 //! `cargo run --example async_gather` (the guests must be built: `python3 wasm-guests/build.py
 //! --guest all`).
 
-use codecell::{ALL_GUESTS, HandlerError, ToolDefinition, ToolSpec, async_handler_fn, code_mode_from_tools};
+use codecell::{
+    ALL_GUESTS, HandlerError, ToolDefinition, ToolSpec, async_handler_fn, code_mode_from_tools,
+};
 use codecell_tests::engine;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -33,8 +35,18 @@ async fn main() -> anyhow::Result<()> {
             let outcome = mode.execute_code(code).await?;
             let wall = started.elapsed();
             anyhow::ensure!(outcome.is_ok(), "{outcome:#?}");
-            let first_end = outcome.tool_calls.iter().map(|c| c.end_us).min().unwrap_or(0);
-            let last_start = outcome.tool_calls.iter().map(|c| c.start_us).max().unwrap_or(0);
+            let first_end = outcome
+                .tool_calls
+                .iter()
+                .map(|c| c.end_us)
+                .min()
+                .unwrap_or(0);
+            let last_start = outcome
+                .tool_calls
+                .iter()
+                .map(|c| c.start_us)
+                .max()
+                .unwrap_or(0);
             println!(
                 "{guest:>10} {label:<14} {:>7.1} ms, {} calls, all overlapping: {}",
                 wall.as_secs_f64() * 1e3,
