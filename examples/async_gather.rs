@@ -28,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
                 Ok::<_, HandlerError>(json!(ms))
             }),
         };
-        let mode = code_mode_from_tools(engine(*guest), vec![wait], |_| "Slow tools.".into())?;
+        let mode = code_mode_from_tools(engine(guest), vec![wait], |_| "Slow tools.".into())?;
         mode.execute_code("print(1)").await?; // compile and warm up, untimed
         for (label, code) in [("call_tool x10", SEQUENTIAL), ("gather x10", GATHERED)] {
             let started = Instant::now();
