@@ -234,7 +234,7 @@ codecell_tests::for_each_guest! {
     }
 
     #[tokio::test]
-    async fn a_journal_of_another_guest_or_with_an_extra_call_is_refused() {
+    async fn a_journal_of_another_guest_with_an_oversized_answer_or_an_extra_call_is_refused() {
         let mut s = session(Limits::default(), SessionLimits::default()).await;
         turn(&mut s, "print(call_tool('math', 'add', a=1, b=2))").await;
         let journal = s.save().unwrap();
@@ -242,6 +242,13 @@ codecell_tests::for_each_guest! {
         other.guest = "elsewhere".into();
         let refused = Session::restore(&engine(GUEST), None, Limits::default(), SessionLimits::default(), other).await;
         assert!(matches!(refused, Err(EngineError::JournalInvalid { .. })), "{refused:?}");
+        let mut huge = journal.clone();
+        huge.cells[0].tool_calls[0].result = codecell::JournalResult::Ok("7".repeat((1 << 20) + 1));
+        let over = Session::restore(&engine(GUEST), None, Limits::default(), SessionLimits::default(), huge).await;
+        assert!(
+            matches!(&over, Err(EngineError::JournalDiverged { cell: 1, detail }) if detail.contains("over the limit")),
+            "{over:?}"
+        );
         let mut extra = journal;
         let call = extra.cells[0].tool_calls[0].clone();
         extra.cells[0].tool_calls.push(call);

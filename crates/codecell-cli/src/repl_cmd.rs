@@ -33,9 +33,10 @@ pub struct ReplArgs {
     /// Turns the session may run.
     #[arg(long)]
     max_turns: Option<u32>,
-    /// Seconds the session may wait between turns before it is dropped.
-    #[arg(long)]
-    idle_ttl_s: Option<u64>,
+    /// Seconds the session may wait between turns before it is dropped (a person at a prompt
+    /// may step away: a day, where a server's sessions get 10 minutes).
+    #[arg(long, default_value_t = 86_400)]
+    idle_ttl_s: u64,
     /// Fuel all turns together may use.
     #[arg(long)]
     total_fuel: Option<u64>,
@@ -59,9 +60,7 @@ impl ReplArgs {
         if let Some(v) = self.max_turns {
             limits.max_turns = v;
         }
-        if let Some(v) = self.idle_ttl_s {
-            limits.idle_ttl = Duration::from_secs(v);
-        }
+        limits.idle_ttl = Duration::from_secs(self.idle_ttl_s);
         if let Some(v) = self.total_fuel {
             limits.max_total_fuel = v;
         }

@@ -14,7 +14,7 @@ use crate::budget::CallerBudget;
 use crate::ending::{LimitStop, clip};
 use crate::in_flight::Served;
 use crate::outcome::{LimitKind, ToolCallRecord};
-use crate::session::{JournalCall, JournalResult};
+use crate::session::{JournalCall, JournalResult, ReplayDiverged};
 use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
 use std::future::Future;
@@ -234,9 +234,18 @@ impl RunState {
         if let Some(refusal) = refused {
             return Ok((begun, Dispatch::Answered(Err(refusal))));
         }
+        let max_result = self.limits.max_tool_result_bytes;
         if let Some(journal) = self.journal.as_mut() {
             // A session being restored answers from its journal instead of calling again.
             match journal.replayed(&category, &name, &args_json) {
+                // A journal is input like any other: its answers get the same cap.
+                Some(Ok(answer))
+                    if answer.as_ref().map_or_else(String::len, String::len) > max_result =>
+                {
+                    return Err(wasmtime::Error::new(ReplayDiverged(format!(
+                        "the journal's answer to {category}/{name} is over the limit of {max_result} bytes"
+                    ))));
+                }
                 Some(Ok(answer)) => return Ok((begun, Dispatch::Answered(answer))),
                 Some(Err(diverged)) => return Err(wasmtime::Error::new(diverged)),
                 None => {

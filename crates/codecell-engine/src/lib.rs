@@ -70,6 +70,7 @@ pub use limits::Limits;
 pub use outcome::{ErrorReport, Failure, LimitKind, Outcome, Status, ToolCallRecord};
 pub use run::ToolRun;
 pub use session::{
-    JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks, MAX_RECORDED_CLOCK_READS,
-    Session, SessionLimits, SessionManager, SessionManagerLimits, SessionState, Turn,
+    JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks, JournalResult,
+    MAX_RECORDED_CLOCK_READS, Session, SessionLimits, SessionManager, SessionManagerLimits,
+    SessionState, Turn,
 };

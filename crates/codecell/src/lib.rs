@@ -32,9 +32,9 @@ pub use codecell_catalog::{
 };
 pub use codecell_engine::{
     ALL_GUESTS, BUILD_COMMAND, BatchItem, BatchOptions, BatchRun, Engine, EngineBuilder,
-    EngineError, ErrorReport, Failure, GuestKind, Journal, LimitKind, Limits, Outcome, Session,
-    SessionLimits, SessionManager, SessionManagerLimits, SessionState, Status, ToolCallRecord,
-    ToolRun, Turn, VIRTUAL_EPOCH_SECS, VIRTUAL_TICK, run_batch,
+    EngineError, ErrorReport, Failure, GuestKind, Journal, JournalResult, LimitKind, Limits,
+    Outcome, Session, SessionLimits, SessionManager, SessionManagerLimits, SessionState, Status,
+    ToolCallRecord, ToolRun, Turn, VIRTUAL_EPOCH_SECS, VIRTUAL_TICK, run_batch,
 };
 pub use codecell_manifest::canonical;
 pub use codecell_manifest::{

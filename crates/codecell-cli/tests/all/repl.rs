@@ -74,7 +74,7 @@ fn a_session_saved_by_one_process_restores_in_the_next() {
     assert_eq!(String::from_utf8_lossy(&second.stdout), printed);
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(stderr.contains("restored 2 cell(s)"), "{stderr}");
-    std::fs::write(&journal, r#"{"format": 1}"#).unwrap();
+    std::fs::write(journal, r#"{"format": 1}"#).unwrap();
     let bad = codecell(&["repl", "--restore", journal], "print(1)\n");
     assert_eq!(
         bad.status.code(),

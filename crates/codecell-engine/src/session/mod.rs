@@ -25,8 +25,10 @@ mod journal;
 mod manager;
 
 pub use clocks::MAX_RECORDED_CLOCK_READS;
-pub(crate) use journal::{CallJournal, JournalResult, ReplayDiverged};
-pub use journal::{JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks};
+pub(crate) use journal::{CallJournal, ReplayDiverged};
+pub use journal::{
+    JOURNAL_FORMAT, Journal, JournalCall, JournalCell, JournalClocks, JournalResult,
+};
 pub use manager::{SessionManager, SessionManagerLimits};
 
 use crate::bindings::Sandbox;
