@@ -148,7 +148,7 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
         assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
         assert_eq!(
             outcome.stdout,
-            "{'count': 2, 'word': 'b'}\n".to_string() + &"ToolError True\n".repeat(5)
+            "{'word': 'b', 'count': 2}\n".to_string() + &"ToolError True\n".repeat(5)
         );
     }
 
@@ -273,7 +273,7 @@ call_tool 2
         assert_eq!(head, expected, "{}", outcome.stdout);
         let lines: Vec<&str> = tail.lines().collect();
         assert_eq!(lines.len(), 3, "{tail}");
-        assert!(lines[0].starts_with("{'words': [{'count': 2, 'word': 'b'}"), "{tail}");
+        assert!(lines[0].starts_with("{'words': [{'word': 'b', 'count': 2}"), "{tail}");
         assert!(lines[1].starts_with("{'") && lines[1].contains("'words': 2"), "{tail}");
         assert_eq!(lines[2], "True", "escaped arguments arrive intact");
     }
