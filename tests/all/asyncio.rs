@@ -61,7 +61,7 @@ codecell_tests::for_each_guest! {
     async fn gathered_calls_run_on_the_host_at_the_same_time() {
         let outcome = mode(GUEST, Limits::default()).execute_code(GATHER).await.unwrap();
         assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
-        assert_eq!(outcome.stdout.trim(), format!("[{}]", vec!["{'slept': 200}"; 10].join(", ")));
+        assert_eq!(outcome.stdout.trim(), format!("[{}]", ["{'slept': 200}"; 10].join(", ")));
         assert_eq!(outcome.tool_calls.len(), 10);
         assert!(outcome.tool_calls.iter().all(|c| c.ok && c.duration_us >= 200_000), "{outcome:#?}");
         assert!(all_overlap(&outcome.tool_calls), "{:#?}", outcome.tool_calls);
