@@ -1,5 +1,5 @@
 //! Code-mode benchmarks, every guest side by side in one run: a fresh run, one `call_tool` round
-//! trip, and a loop against native python3.
+//! trip (synchronous, and awaited with `call_tool_async`), and a loop against native python3.
 //!
 //! `cargo bench --bench code_mode`. Bench ids end in the guest's name (`…/cpython`,
 //! `…/rustpython`). The loop ratios (guest / native python3) are printed at the end, from medians
@@ -167,6 +167,19 @@ fn benches(c: &mut Criterion) {
                     &catalog,
                     iters,
                     "call_tool('bench', 'echo', x=1)",
+                )
+            })
+        });
+        // The same call awaited (top-level await: the timed loop runs on the guest's event
+        // loop), one at a time: start-tool-call, then wait-tool-calls for its completion.
+        group.bench_function(format!("{guest}/awaited"), |b| {
+            b.iter_custom(|iters| {
+                guest_timed(
+                    &rt,
+                    engine,
+                    &catalog,
+                    iters,
+                    "await call_tool_async('bench', 'echo', x=1)",
                 )
             })
         });

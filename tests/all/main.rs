@@ -1,6 +1,7 @@
 //! codecell's integration tests: one binary (wasmtime is linked once), a module per concept.
 //! Every test that runs guest code runs on each guest (`codecell_tests::for_each_guest!`).
 
+mod asyncio;
 mod attacks;
 mod code_mode;
 mod differential;

@@ -1,5 +1,7 @@
 """The `codecell` module seen by guest code: ls, read, call_tool and ToolError.
 
+`call_tool_async` is added by `_codecell_async`, which owns the event loop it needs.
+
 These wrap the three host imports, the only way out of the sandbox; each guest's
 `_codecell_binding` reaches them and returns `(True, value)` or `(False, the host's message)`.
 Errors from the host become ordinary Python exceptions so that snippets can catch them.
@@ -89,16 +91,26 @@ def read(path: str) -> str:
     return value
 
 
+def encode_call(category, name, kwargs, function="call_tool"):
+    """The JSON arguments of a call, after the checks every form of call_tool makes."""
+    if not isinstance(category, str) or not isinstance(name, str):
+        raise TypeError(function + "(category, name, **kwargs): category and name must be str")
+    try:
+        return _ENCODE_ARGS(kwargs)
+    except (TypeError, ValueError) as e:
+        raise ToolError("arguments of " + category + "/" + name + " are not JSON: " + str(e)) from None
+
+
+def decode_result(text):
+    """A tool's JSON result (from the host) as Python values."""
+    return _DECODE_RESULT(text)
+
+
 def call_tool(category: str, name: str, /, **kwargs):
     """Calls tool `name` of `category` with keyword arguments; returns its JSON result as Python values."""
     # The RustPython guest replaces this with a native twin (`ToolCaller`, rustpython/src/native.rs);
     # `call_tool_implementations_agree` in tests/all/code_mode.rs keeps their checks and errors equal.
-    if not isinstance(category, str) or not isinstance(name, str):
-        raise TypeError("call_tool(category, name, **kwargs): category and name must be str")
-    try:
-        args_json = _ENCODE_ARGS(kwargs)
-    except (TypeError, ValueError) as e:
-        raise ToolError("arguments of " + category + "/" + name + " are not JSON: " + str(e)) from None
+    args_json = encode_call(category, name, kwargs)
     ok, value = _binding.call_tool(category, name, args_json)
     if not ok:
         raise ToolError(value) from None

@@ -5,7 +5,7 @@ time (componentize-py's snapshot, RustPython's pre-initialisation): a binding mi
 fails the build instead of a run. What each name does is documented in `_codecell_exports`.
 """
 
-from typing import Any, Optional, Protocol, Tuple, runtime_checkable
+from typing import Any, List, Optional, Protocol, Tuple, runtime_checkable
 
 
 @runtime_checkable
@@ -20,6 +20,12 @@ class Binding(Protocol):
     def read(self, path: str) -> Tuple[bool, Any]: ...
 
     def call_tool(self, category: str, name: str, args_json: str) -> Tuple[bool, str]: ...
+
+    def start_tool_call(self, category: str, name: str, args_json: str) -> Tuple[bool, Any]: ...
+
+    def wait_tool_calls(self, timeout_us: Optional[int]) -> List[Tuple[int, bool, str]]: ...
+
+    def cancel_tool_call(self, handle: int) -> None: ...
 
     def write(self, fd: int, data: bytes) -> bool: ...
 

@@ -11,6 +11,9 @@ Everything that differs between the guests is in the module `_codecell_binding` 
 
 - `ls(path)`, `read(path)`, `call_tool(category, name, args_json)`: the WIT host imports, giving
   `(True, value)` or `(False, the host's error message)`;
+- `start_tool_call(category, name, args_json)`: `(True, handle)` or `(False, message)`;
+  `wait_tool_calls(timeout_us or None)`: the completed calls as `(handle, ok, value)` tuples;
+  `cancel_tool_call(handle)`: drops a started call (see `_codecell_async`);
 - `write(fd, data)`: writes all of `data` (bytes) to fd 1 or 2; true if the stream took it;
 - `byte_buffer(fd)`: the `.buffer` of the new sys.stdout (fd 1) or sys.stderr (fd 2);
 - `set_std_streams(stdout, stderr)`: installs them;
@@ -40,6 +43,7 @@ import random
 import sys
 
 import _codecell_api
+import _codecell_async
 import _codecell_binding as _binding
 import _codecell_binding_interface
 import _codecell_preload  # noqa: F401  (stdlib modules must be imported before the snapshot)
@@ -51,6 +55,7 @@ from _codecell_failure import Clip, to_failure
 _codecell_binding_interface.check(_binding)
 
 CODECELL = _codecell_api.install()
+_codecell_async.install(CODECELL)
 _codecell_stub_importer.install()
 _codecell_stdio.install()
 
@@ -86,6 +91,7 @@ def _snippet_globals() -> dict:
         "ls": CODECELL.ls,
         "read": CODECELL.read,
         "call_tool": CODECELL.call_tool,
+        "call_tool_async": CODECELL.call_tool_async,
         "ToolError": CODECELL.ToolError,
     }
 
@@ -96,7 +102,11 @@ def run_snippet(code, options):
     clip = _DEFAULT_CLIP
     try:
         clip, _ = _prepare(options)
-        exec(compile(code, "<snippet>", "exec"), _snippet_globals())
+        compiled = _codecell_async.compile_snippet(code, "<snippet>")
+        if _codecell_async.needs_loop(compiled):
+            _codecell_async.run_top_level(compiled, _snippet_globals())
+        else:
+            exec(compiled, _snippet_globals())
     except SystemExit as e:
         if e.code not in (None, 0):
             failure = to_failure(e, clip)
@@ -124,7 +134,11 @@ def run_cell(code, options):
         clip, _ = _prepare(options, reseed=first)
         if first:
             _session_globals = _snippet_globals()
-        exec(compile(code, "<cell>", "exec"), _session_globals)
+        compiled = _codecell_async.compile_snippet(code, "<cell>")
+        if _codecell_async.needs_loop(compiled):
+            _codecell_async.run_top_level(compiled, _session_globals)
+        else:
+            exec(compiled, _session_globals)
     except SystemExit as e:
         if e.code not in (None, 0):
             failure = to_failure(e, clip)
@@ -152,7 +166,8 @@ def run_tool(source, imports, args_json, options):
 # printing one, and a dynamic tool. Every run starts from the snapshot, so what an interpreter
 # learns while running this module's code (specialised bytecode, attribute and method caches)
 # would otherwise be relearned, and paid for, by every run.
-_WARM_UP_SNIPPETS = ("print(1+1)", "raise ValueError('warm-up')")
+_WARM_UP_SNIPPETS = ("print(1+1)", "raise ValueError('warm-up')",
+                     "import asyncio\nawait asyncio.sleep(0)")
 _WARM_UP_TOOL = "def execute(args):\n    return {'echo': args}\n"
 _WARM_UP_ROUNDS = 8
 

@@ -13,12 +13,15 @@ the import of this module: in RustPython a snippet that imports it gets the Impo
 import importlib
 
 MODULES = (
-    "abc", "array", "base64", "binascii", "bisect", "calendar", "cmath", "collections",
+    "abc", "array", "asyncio", "base64", "binascii", "bisect", "calendar", "cmath", "collections",
     "collections.abc", "contextlib", "copy", "csv", "dataclasses", "datetime", "decimal", "difflib",
     "enum", "fnmatch", "fractions", "functools", "graphlib", "hashlib", "heapq", "hmac", "html",
     "io", "itertools", "json", "keyword", "math", "numbers", "operator", "pprint", "random", "re",
     "secrets", "shlex", "statistics", "string", "struct", "textwrap", "time", "types", "typing",
     "unicodedata", "urllib.parse", "uuid", "weakref", "zlib",
+    # Pure modules tool code uses that nothing above imports (docs/async-and-fidelity.md lists
+    # the stdlib modules left out, and why).
+    "colorsys", "gzip", "html.parser", "logging", "pathlib", "pickle", "queue", "tomllib",
     # Loaded lazily by the stdlib, so missing at run time unless imported here: datetime.strptime
     # needs _strptime, and str.encode/bytes.decode look codecs up in encodings.* by name.
     "_strptime", "inspect", "encodings.ascii", "encodings.latin_1", "encodings.utf_8",

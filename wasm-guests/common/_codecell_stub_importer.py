@@ -10,6 +10,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 
+import _codecell_async
 import _codecell_binding as _binding
 
 
@@ -35,15 +36,20 @@ def _export_tools(package, directory):
 
     Each stub `<tool>.py` defines a function named `<tool>`; after importing the submodule
     (which binds the module as a package attribute) the function replaces it.
+    Each tool also gets an awaitable twin `<tool>_async` (unless a tool of that name exists):
+    `await forecast_async(...)` is `await call_tool_async(...)` with the stub's signature.
     """
     ok, entries = _binding.ls(directory)
     if not ok:
         raise ImportError(entries)
-    for entry in entries:
-        if entry.endswith(".py"):
-            name = entry[:-3]
-            submodule = importlib.import_module(package.__name__ + "." + name)
-            setattr(package, name, getattr(submodule, name, submodule))
+    names = [entry[:-3] for entry in entries if entry.endswith(".py")]
+    for name in names:
+        submodule = importlib.import_module(package.__name__ + "." + name)
+        function = getattr(submodule, name, submodule)
+        setattr(package, name, function)
+        twin = name + "_async"
+        if callable(function) and twin not in names:
+            setattr(package, twin, _codecell_async.async_twin(function, twin))
 
 
 class ToolsFinder(importlib.abc.MetaPathFinder):

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from componentize_py_types import Err
+from componentize_py_types import Err, Ok
 from wit_world.imports import host
 from wit_world.imports.types import (
     Failure,
@@ -59,6 +59,25 @@ def call_tool(category, name, args_json):
         return (True, host.call_tool(category, name, args_json))
     except Err as e:
         return (False, e.value)
+
+
+def start_tool_call(category, name, args_json):
+    try:
+        return (True, host.start_tool_call(_wit_str(category), _wit_str(name), _wit_str(args_json)))
+    except Err as e:
+        return (False, e.value)
+
+
+def wait_tool_calls(timeout_us):
+    done = []
+    for completion in host.wait_tool_calls(timeout_us):
+        outcome = completion.outcome
+        done.append((completion.handle, isinstance(outcome, Ok), outcome.value))
+    return done
+
+
+def cancel_tool_call(handle):
+    host.cancel_tool_call(handle)
 
 
 def write(fd, data):

@@ -9,6 +9,9 @@ wasmtime::component::bindgen!({
     world: "sandbox",
     imports: {
         "codecell:guest/host.call-tool": async | trappable,
+        "codecell:guest/host.start-tool-call": async | trappable,
+        "codecell:guest/host.wait-tool-calls": async | trappable,
+        "codecell:guest/host.cancel-tool-call": async | trappable,
         default: trappable,
     },
     exports: { default: async },

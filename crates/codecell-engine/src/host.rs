@@ -1,4 +1,5 @@
-//! The three host functions: `ls`, `read` and `call-tool`, the guest's only way out.
+//! The host functions: `ls`, `read`, `call-tool` and the concurrent `start-tool-call`,
+//! `wait-tool-calls` and `cancel-tool-call`, the guest's only way out.
 //!
 //! Errors the guest can act on (a bad path, a refused argument, a failing tool) come back as
 //! `Err(message)` and become Python exceptions. Exceeding a run-wide limit traps instead
@@ -8,14 +9,20 @@
 //! `max_tool_args_bytes`, results and tool error messages by `max_tool_result_bytes`, and the
 //! category and tool names a call record keeps by the catalog's own name limit.
 
-use crate::bindings::codecell::guest::host::Host;
+use crate::bindings::codecell::guest::host::{Host, ToolCompletion};
 use crate::budget::CallerBudget;
 use crate::ending::{LimitStop, clip};
+use crate::in_flight::Served;
 use crate::outcome::{LimitKind, ToolCallRecord};
 use crate::session::{JournalCall, JournalResult, ReplayDiverged};
 use crate::state::RunState;
 use codecell_catalog::{Catalog, MAX_NAME_BYTES};
-use std::time::Instant;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+/// What a session's journal keeps for a call that never completed (cancelled, or cut off).
+const CANCELLED: &str = "the call was cancelled before it completed";
 
 /// Why a call naming `category`/`name` is refused before anything looks them up: a name over
 /// the catalog's limit (no catalog has such a name, and the record keeps only that much).
@@ -61,22 +68,200 @@ impl Host for RunState {
         name: String,
         args_json: String,
     ) -> wasmtime::Result<Result<String, String>> {
+        let (begun, dispatch) = self.begin_call(category, name, args_json)?;
+        let (result, nested) = match dispatch {
+            Dispatch::Call(call) => call.await,
+            Dispatch::Answered(answer) => (answer, 0),
+        };
+        self.finish_call(&begun, result, nested)
+    }
+
+    async fn start_tool_call(
+        &mut self,
+        category: String,
+        name: String,
+        args_json: String,
+    ) -> wasmtime::Result<Result<u64, String>> {
+        let (begun, dispatch) = self.begin_call(category, name, args_json)?;
+        let handle = begun.index as u64;
+        let refusal = match (dispatch, tokio::runtime::Handle::try_current()) {
+            (Dispatch::Call(call), Ok(runtime)) => {
+                self.in_flight.start(begun, call, &runtime);
+                return Ok(Ok(handle));
+            }
+            (Dispatch::Call(_), Err(_)) => "concurrent tool calls need a tokio runtime".to_string(),
+            (Dispatch::Answered(Ok(answer)), _) => {
+                // A journal's answer: a call that has already completed.
+                self.in_flight.completed(begun, (Ok(answer), 0));
+                return Ok(Ok(handle));
+            }
+            (Dispatch::Answered(Err(refusal)), _) => refusal,
+        };
+        self.finish_call(&begun, Err(refusal), 0)
+            .map(|refused| refused.map(|_| handle))
+    }
+
+    async fn wait_tool_calls(
+        &mut self,
+        timeout_us: Option<u64>,
+    ) -> wasmtime::Result<Vec<ToolCompletion>> {
+        let deadline = self
+            .deadline
+            .unwrap_or_else(|| Instant::now() + self.limits.deadline);
+        // Never past the deadline: the run ends there anyway, and a huge timeout stays finite.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let wait = timeout_us.map(|us| Duration::from_micros(us).min(left));
+        if self.in_flight.next_ready_bytes().is_none() {
+            match wait {
+                _ if self.in_flight.none_running() => {
+                    // Nothing can complete: only a timer to wait for (`asyncio.sleep`). With no
+                    // timer either, the guest's loop would wait forever; it says so itself.
+                    if let Some(wait) = wait {
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+                Some(wait) => {
+                    let _ = tokio::time::timeout(wait, self.in_flight.wait_one()).await;
+                }
+                None => {
+                    let _ = tokio::time::timeout(left, self.in_flight.wait_one()).await;
+                }
+            }
+        }
+        self.in_flight.collect_finished();
+        if Instant::now() >= deadline {
+            return Err(LimitStop::trap(LimitKind::Deadline));
+        }
+        // At least one completion per wait, and no more than one result's worth of bytes
+        // beyond it: the guest must be able to take the list in.
+        let mut handed = Vec::new();
+        let mut bytes = 0usize;
+        while let Some(size) = self.in_flight.next_ready_bytes() {
+            if !handed.is_empty() && bytes.saturating_add(size) > self.limits.max_tool_result_bytes
+            {
+                break;
+            }
+            let Some(done) = self.in_flight.pop_ready() else {
+                break;
+            };
+            bytes = bytes.saturating_add(size);
+            let (result, nested) = done.served;
+            let result = self.finish_call(&done.begun, result, nested)?;
+            handed.push(ToolCompletion {
+                handle: done.begun.index as u64,
+                outcome: result,
+            });
+        }
+        Ok(handed)
+    }
+
+    async fn cancel_tool_call(&mut self, handle: u64) -> wasmtime::Result<()> {
+        let Ok(index) = usize::try_from(handle) else {
+            return Ok(());
+        };
+        if let Some(begun) = self.in_flight.cancel(index) {
+            self.settle_cancelled(&begun, Instant::now());
+        }
+        Ok(())
+    }
+}
+
+/// A call's future, detached from the store: its result and the fuel nested runs used.
+type CallFuture = Pin<Box<dyn Future<Output = Served> + Send>>;
+
+/// How a recorded call is answered.
+enum Dispatch {
+    /// By its handler.
+    Call(CallFuture),
+    /// At once: a refusal, or (a session being restored) the journal's answer.
+    Answered(Result<String, String>),
+}
+
+/// A call recorded by `begin_call`: its record, when it started and where its journal entry is.
+pub(crate) struct Begun {
+    pub(crate) index: usize,
+    started: Instant,
+    journal_slot: Option<usize>,
+}
+
+impl RunState {
+    /// Microseconds from the start of the run to `at`.
+    fn since_run_start(&self, at: Instant) -> u64 {
+        // The run loop sets the deadline as the run starts, `limits.deadline` after it.
+        let start = self
+            .deadline
+            .and_then(|d| d.checked_sub(self.limits.deadline))
+            .unwrap_or(at);
+        at.saturating_duration_since(start).as_micros() as u64
+    }
+
+    /// Checks the tool-call limit and records the call; gives its record index, when it
+    /// started, and the future that serves it or the refusal the guest gets at once.
+    fn begin_call(
+        &mut self,
+        category: String,
+        name: String,
+        args_json: String,
+    ) -> wasmtime::Result<(Begun, Dispatch)> {
         if self.tool_calls.len() >= self.limits.max_tool_calls as usize {
             return Err(LimitStop::trap(LimitKind::ToolCalls));
         }
         let started = Instant::now();
         let refused = name_refusal(&category, &name);
         // Recorded before the call, so a call the deadline cuts off is still in the record
-        // (`ok: false`); completed below. The names move in (cut in place when too long).
+        // (`ok: false`); completed by `finish_call`. The names are cut in place when too long.
         let index = self.tool_calls.len();
+        let start_us = self.since_run_start(started);
+        let (category, name) = (
+            clip(category, MAX_NAME_BYTES).0,
+            clip(name, MAX_NAME_BYTES).0,
+        );
         self.tool_calls.push(ToolCallRecord {
-            category: clip(category, MAX_NAME_BYTES).0,
-            name: clip(name, MAX_NAME_BYTES).0,
+            category: category.clone(),
+            name: name.clone(),
             ok: false,
             duration_us: 0,
+            start_us,
+            end_us: start_us,
             args_bytes: args_json.len(),
             result_bytes: 0,
         });
+        let mut begun = Begun {
+            index,
+            started,
+            journal_slot: None,
+        };
+        if let Some(refusal) = refused {
+            return Ok((begun, Dispatch::Answered(Err(refusal))));
+        }
+        let max_result = self.limits.max_tool_result_bytes;
+        if let Some(journal) = self.journal.as_mut() {
+            // A session being restored answers from its journal instead of calling again.
+            match journal.replayed(&category, &name, &args_json) {
+                // A journal is input like any other: its answers get the same cap.
+                Some(Ok(answer))
+                    if answer.as_ref().map_or_else(String::len, String::len) > max_result =>
+                {
+                    return Err(wasmtime::Error::new(ReplayDiverged(format!(
+                        "the journal's answer to {category}/{name} is over the limit of {max_result} bytes"
+                    ))));
+                }
+                Some(Ok(answer)) => return Ok((begun, Dispatch::Answered(answer))),
+                Some(Err(diverged)) => return Err(wasmtime::Error::new(diverged)),
+                None => {
+                    // Kept in the order calls start (the order a replay asks in); the result
+                    // is filled in as the call completes, and a call that never does replays
+                    // as a tool error.
+                    begun.journal_slot = Some(journal.recorded.len());
+                    journal.recorded.push(JournalCall {
+                        category: category.clone(),
+                        name: name.clone(),
+                        args_json: args_json.clone(),
+                        result: JournalResult::of(&Err(CANCELLED.to_string())),
+                    });
+                }
+            }
+        }
         // Only owned values cross the await: the store data itself is not `Sync`.
         let call = Call {
             catalog: self.catalog.clone(),
@@ -84,51 +269,35 @@ impl Host for RunState {
             max_result: self.limits.max_tool_result_bytes,
         };
         // A tool that starts a run of its own (a dynamic tool) gets what this run has left.
+        // Concurrent calls each get all of it; the fuel they use is charged as each completes.
         let budget = CallerBudget::new(
             self.limits.fuel.saturating_sub(self.nested_fuel),
             self.limits.memory_bytes,
             self.deadline
                 .unwrap_or_else(|| started + self.limits.deadline),
         );
-        let (result, nested) = match refused {
-            Some(refusal) => (Err(refusal), 0),
-            None => {
-                let record = &self.tool_calls[index];
-                // A session being restored answers from its journal instead of calling again.
-                match self.journal.as_mut().and_then(|journal| {
-                    journal.replayed(&record.category, &record.name, &args_json)
-                }) {
-                    // A journal is input like any other: its answers get the same cap.
-                    Some(Ok(answer))
-                        if answer.as_ref().map_or_else(String::len, String::len)
-                            > call.max_result =>
-                    {
-                        return Err(wasmtime::Error::new(ReplayDiverged(format!(
-                            "the journal's answer to {}/{} is over the limit of {} bytes",
-                            record.category, record.name, call.max_result
-                        ))));
-                    }
-                    Some(Ok(answer)) => (answer, 0),
-                    Some(Err(diverged)) => return Err(wasmtime::Error::new(diverged)),
-                    None => {
-                        let args = self.journal.is_some().then(|| args_json.clone());
-                        let served = budget
-                            .serve(call.dispatch(&record.category, &record.name, args_json))
-                            .await;
-                        if let (Some(journal), Some(args_json)) = (self.journal.as_mut(), args) {
-                            let record = &self.tool_calls[index];
-                            journal.recorded.push(JournalCall {
-                                category: record.category.clone(),
-                                name: record.name.clone(),
-                                args_json,
-                                result: JournalResult::of(&served.0),
-                            });
-                        }
-                        served
-                    }
-                }
-            }
-        };
+        let future: CallFuture = Box::pin(async move {
+            budget
+                .serve(call.dispatch(&category, &name, args_json))
+                .await
+        });
+        Ok((begun, Dispatch::Call(future)))
+    }
+
+    /// Completes the record of call `index` with what its handler gave; ends the run (a trap)
+    /// when the call took it past its deadline or its nested runs past its fuel.
+    fn finish_call(
+        &mut self,
+        begun: &Begun,
+        result: Result<String, String>,
+        nested: u64,
+    ) -> wasmtime::Result<Result<String, String>> {
+        let (index, started) = (begun.index, begun.started);
+        if let (Some(journal), Some(slot)) = (self.journal.as_mut(), begun.journal_slot)
+            && let Some(entry) = journal.recorded.get_mut(slot)
+        {
+            entry.result = JournalResult::of(&result);
+        }
         self.nested_fuel = self.nested_fuel.saturating_add(nested);
         let now = Instant::now();
         let stop = if nested > 0 && self.nested_fuel >= self.limits.fuel {
@@ -140,9 +309,11 @@ impl Host for RunState {
         } else {
             None
         };
+        let end_us = self.since_run_start(now);
         let record = &mut self.tool_calls[index];
         record.ok = result.is_ok() && stop.is_none();
         record.duration_us = (now - started).as_micros() as u64;
+        record.end_us = end_us;
         record.result_bytes = match &result {
             Ok(s) | Err(s) => s.len(),
         };
@@ -150,6 +321,28 @@ impl Host for RunState {
             return Err(LimitStop::trap(kind));
         }
         Ok(result)
+    }
+
+    /// Closes the record of a call dropped before it completed (`ok: false`, no result).
+    fn settle_cancelled(&mut self, begun: &Begun, now: Instant) {
+        let end_us = self.since_run_start(now);
+        if let Some(record) = self.tool_calls.get_mut(begun.index) {
+            record.ok = false;
+            record.duration_us = now.saturating_duration_since(begun.started).as_micros() as u64;
+            record.end_us = end_us;
+        }
+    }
+
+    /// Cancels every call still in flight as the run ends: their handlers are dropped (command
+    /// tools' process groups killed) and their records closed at `now`.
+    pub(crate) fn cancel_in_flight(&mut self) {
+        if self.in_flight.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        for begun in self.in_flight.cancel_all() {
+            self.settle_cancelled(&begun, now);
+        }
     }
 }
 

@@ -47,6 +47,7 @@ mod engine;
 mod error;
 mod guest;
 mod host;
+mod in_flight;
 mod limits;
 mod memory_limit;
 mod metering;

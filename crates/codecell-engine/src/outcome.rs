@@ -119,7 +119,7 @@ impl Failure {
     }
 }
 
-/// One `call_tool` made by the guest.
+/// One tool call made by the guest (`call_tool`, or `call_tool_async` started concurrently).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ToolCallRecord {
     /// Category the guest named (clipped to the catalog's name limit).
@@ -130,6 +130,12 @@ pub struct ToolCallRecord {
     pub ok: bool,
     /// Time spent in the host for this call, in microseconds.
     pub duration_us: u64,
+    /// When the call started, in microseconds since the run started: with `end_us`, what shows
+    /// concurrent calls overlapping.
+    pub start_us: u64,
+    /// When the call completed, was cancelled or was cut off by the run's end, in microseconds
+    /// since the run started.
+    pub end_us: u64,
     /// Size of the JSON arguments, in bytes.
     pub args_bytes: usize,
     /// Size of the JSON result (or error message), in bytes.

@@ -156,7 +156,9 @@ impl Engine {
             Ok(Err(Instantiate(e))) => self.instantiate_failed(e, &store, limits)?,
         };
         let guest_fuel = crate::engine::guest_fuel_used(&store, limits);
-        let state = store.into_data();
+        let mut state = store.into_data();
+        // Calls started concurrently and still running end with the run.
+        state.cancel_in_flight();
         // The guest's own fuel, and what the dynamic tools it called used in runs of their own.
         let fuel_used = guest_fuel.saturating_add(state.nested_fuel);
         let duration = started.elapsed();

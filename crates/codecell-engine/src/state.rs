@@ -1,6 +1,7 @@
 //! The data a run's `Store` carries: WASI context, capture buffers, limits and the tool record.
 
 use crate::determinism::make_deterministic;
+use crate::in_flight::InFlight;
 use crate::limits::Limits;
 use crate::memory_limit::MemoryLimiter;
 use crate::outcome::ToolCallRecord;
@@ -25,6 +26,8 @@ pub(crate) struct RunState {
     pub(crate) deadline: Option<Instant>,
     /// Fuel nested runs (dynamic tools this run called) used, charged to this run.
     pub(crate) nested_fuel: u64,
+    /// Tool calls started concurrently (`start-tool-call`) and not yet handed back.
+    pub(crate) in_flight: InFlight,
     /// A session's record of tool calls, and on restore the calls to answer from it.
     pub(crate) journal: Option<CallJournal>,
 }
@@ -69,6 +72,7 @@ impl RunState {
             tool_calls: Vec::new(),
             deadline: None,
             nested_fuel: 0,
+            in_flight: InFlight::default(),
             journal: None,
         }
     }

@@ -87,6 +87,8 @@ pub fn outcome_schema() -> Value {
                     "name": {"type": "string"},
                     "ok": {"type": "boolean"},
                     "duration_us": {"type": "integer", "minimum": 0},
+                    "start_us": {"type": "integer", "minimum": 0},
+                    "end_us": {"type": "integer", "minimum": 0},
                     "args_bytes": {"type": "integer", "minimum": 0},
                     "result_bytes": {"type": "integer", "minimum": 0}
                 },

@@ -17,6 +17,8 @@ network, no processes, and nothing survives between calls. Inside the sandbox th
   Arguments are checked against the tool's schema first; any failure raises `ToolError`.
 - Tool stubs are importable: `from tools.<category> import <tool>` gives a function with the
   signature shown in its file.
+- To call tools concurrently, await them: `await call_tool_async(category, tool, **arguments)`,
+  or a stub's twin `<tool>_async`, under `asyncio.gather(...)`. Top-level `await` works.
 - `print()` is how you see results: only what you print comes back, and output is capped.
 
 Work in small steps: explore with `ls` and `read`, then call tools and print what you need.

@@ -7,11 +7,13 @@ RustPython's own stdio objects are not used at all. src/lib.rs passes the run op
 of ints and reads a failure as the `(kind, message, traceback, line)` tuple itself.
 """
 
+import signal
 import sys
 import time
 
 import _codecell_host
 from _codecell_host import decode_result, encode_args, ls, read, write  # noqa: F401  (the binding's interface)
+from _codecell_host import cancel_tool_call, start_tool_call, wait_tool_calls  # noqa: F401
 from _codecell_host import call_tool_json as call_tool  # noqa: F401
 
 
@@ -25,6 +27,12 @@ def native_call_tool(tool_error):
 for _name, _value in (("tzname", ("UTC", "UTC")), ("timezone", 0), ("altzone", 0), ("daylight", 0)):
     if not hasattr(time, _name):
         setattr(time, _name, _value)
+
+
+# asyncio.Runner reads signal.SIGINT (to leave a default handler alone); WASI has no signals and
+# RustPython's `signal` lacks the name. getsignal() of it gives None, so asyncio installs nothing.
+if not hasattr(signal, "SIGINT"):
+    signal.SIGINT = 2
 
 
 class _RawBuffer:

@@ -64,6 +64,46 @@ pub(crate) mod _codecell_host {
         outcome(result, vm)
     }
 
+    /// Starts a call without waiting: `(True, handle)` or `(False, message)`.
+    #[pyfunction]
+    fn start_tool_call(
+        category: PyStrRef,
+        name: PyStrRef,
+        args_json: PyStrRef,
+        vm: &VirtualMachine,
+    ) -> PyObjectRef {
+        let result = host::start_tool_call(
+            &category.to_string_lossy(),
+            &name.to_string_lossy(),
+            &args_json.to_string_lossy(),
+        )
+        .map(|handle| vm.ctx.new_int(handle).into());
+        outcome(result, vm)
+    }
+
+    /// Waits for started calls (at most `timeout_us`, or None: until one completes); gives the
+    /// completed ones as `(handle, ok, JSON text or message)` tuples.
+    #[pyfunction]
+    fn wait_tool_calls(timeout_us: Option<u64>, vm: &VirtualMachine) -> PyObjectRef {
+        let done = host::wait_tool_calls(timeout_us)
+            .into_iter()
+            .map(|c| {
+                let (ok, text) = match c.outcome {
+                    Ok(text) => (true, text),
+                    Err(message) => (false, message),
+                };
+                vm.new_tuple((vm.ctx.new_int(c.handle), ok, text)).into()
+            })
+            .collect();
+        vm.ctx.new_list(done).into()
+    }
+
+    /// Drops a started call that is no longer awaited.
+    #[pyfunction]
+    fn cancel_tool_call(handle: u64) {
+        host::cancel_tool_call(handle);
+    }
+
     thread_local! {
         /// `codecell.ToolError`, handed over once by the shared Python (`tool_caller`).
         static TOOL_ERROR: OnceCell<PyTypeRef> = const { OnceCell::new() };

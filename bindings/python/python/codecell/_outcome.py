@@ -60,6 +60,10 @@ class ToolCall:
     name: str
     ok: bool
     duration_us: int
+    start_us: int
+    """When the call started, in microseconds since the run started."""
+    end_us: int
+    """When it completed (or was cancelled), in microseconds since the run started."""
     args_bytes: int
     result_bytes: int
 

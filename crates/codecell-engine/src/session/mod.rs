@@ -302,6 +302,8 @@ impl Session {
         let duration = started.elapsed();
         let guest_fuel = crate::engine::guest_fuel_used(store, &turn_limits);
         let state = store.data_mut();
+        // Calls a turn started concurrently end with it: the next turn starts with none.
+        state.cancel_in_flight();
         let fuel_used = guest_fuel.saturating_add(state.nested_fuel);
         let classified = ending::classify(returned, state.limiter.refused(), &turn_limits);
         let (stdout, out_cut) = state.stdout.take();
