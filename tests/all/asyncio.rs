@@ -166,3 +166,32 @@ codecell_tests::for_each_guest! {
         );
     }
 }
+
+/// Sessions with asyncio: in a module of their own (the guest modules above are taken).
+mod in_sessions {
+    use super::*;
+
+    codecell_tests::for_each_guest! {
+        /// A session's cells may await at top level; concurrent calls are journaled in start order
+        /// and answered from the journal on restore; a call a cell leaves running ends with it.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_session_awaits_at_top_level_and_restores_its_concurrent_calls() {
+            let mode = mode(GUEST, Limits::default());
+            let mut session = mode.session(codecell::SessionLimits::default()).await.unwrap();
+            let gather = "import asyncio\nr = await asyncio.gather(call_tool_async('slow', 'echo', n=1), call_tool_async('slow', 'wait', ms=5))\nprint(r)";
+            let first = session.execute(gather).await.unwrap();
+            assert_eq!(first.outcome.stdout, "[{'n': 1}, {'slept': 5}]\n", "{:#?}", first.outcome);
+            let left = session
+                .execute("t = asyncio.ensure_future(call_tool_async('slow', 'wait', ms=60000))\nawait asyncio.sleep(0)\nprint('left')")
+                .await
+                .unwrap();
+            assert_eq!(left.outcome.stdout, "left\n", "{:#?}", left.outcome);
+            assert!(left.outcome.tool_calls.iter().all(|c| !c.ok), "the call left running was cancelled");
+            let journal = session.save().unwrap();
+            let mut restored = codecell::Session::restore(&engine(GUEST), None, Limits::default(), codecell::SessionLimits::default(), journal)
+                .await
+                .expect("no tools: the journal answers every call");
+            assert_eq!(restored.execute("print(r[0]['n'])").await.unwrap().outcome.stdout, "1\n");
+        }
+    }
+}
