@@ -33,12 +33,17 @@ codecell_tests::for_each_guest! {
     /// Known difference (issue 18, README "Known RustPython differences"): C-level recursion that
     /// CPython bounds with a catchable RecursionError does not raise it in the guests: `==` of
     /// two distinct self-referential lists or dicts ends the run (a `StackOverflow` trap, or on
-    /// the CPython guest a comparison that runs until the fuel limit), and so does `repr` of a
-    /// 100,000-deep list on the CPython guest. The host stays up and reports it; this test fails
-    /// once a guest raises RecursionError instead, so the list stays true.
+    /// the CPython guest a comparison that runs until a limit), and so does a 100,000-deep list
+    /// on the CPython guest (its `repr` raises RecursionError, but freeing the list overflows the
+    /// native stack). The host stays up and reports it; this test fails once every case runs to
+    /// the end as natively, so the list stays true.
     #[tokio::test]
     async fn deep_c_recursion_in_eq_and_repr_does_not_raise_recursion_error() {
-        let limits = Limits { fuel: 300_000_000, ..Limits::default() };
+        let limits = Limits {
+            fuel: 300_000_000,
+            deadline: std::time::Duration::from_secs(2),
+            ..Limits::default()
+        };
         let mut cases = vec![
             "a = []; a.append(a); b = []; b.append(b)\ntry:\n    a == b\nexcept RecursionError:\n    print('RecursionError')",
             "a = {}; a['k'] = a; b = {}; b['k'] = b\ntry:\n    a == b\nexcept RecursionError:\n    print('RecursionError')",
@@ -48,8 +53,7 @@ codecell_tests::for_each_guest! {
         }
         for code in cases {
             let outcome = run_with(GUEST, code, &limits).await;
-            assert_ne!(outcome.status(), Status::Ok, "{code}: {outcome:#?}");
-            assert!(!outcome.stdout.contains("RecursionError"), "{code}: fixed? {outcome:#?}");
+            assert_ne!(outcome.status(), Status::Ok, "{code}: fixed? {outcome:#?}");
         }
     }
 
