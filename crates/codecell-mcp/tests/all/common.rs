@@ -7,7 +7,7 @@ use codecell::{BUILD_COMMAND, Engine};
 use codecell_mcp::CodecellServer;
 use rmcp::ClientHandler;
 use rmcp::ServiceExt;
-use rmcp::model::ProgressNotificationParam;
+use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 
 /// The repository root.
@@ -78,4 +78,13 @@ pub async fn connect(server: CodecellServer) -> (RunningService<RoleClient, Reco
         .await
         .expect("the client connects to the in-process server");
     (client, recorder)
+}
+
+/// The text blocks of a tool result, joined.
+pub fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
 }

@@ -6,12 +6,10 @@ use std::time::Duration;
 
 use codecell::{Catalog, CodeMode, DynamicTools, Limits, RegistryOptions, ToolSpec, handler_fn};
 use codecell_mcp::{CodecellServer, MAX_CODE_BYTES, outcome_schema};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, NumberOrString, ProgressToken, RequestMetaObject,
-};
+use rmcp::model::{CallToolRequestParams, NumberOrString, ProgressToken, RequestMetaObject};
 use serde_json::{Value, json};
 
-use crate::common::{connect, engine, fixture};
+use crate::common::{connect, engine, fixture, text};
 
 fn demo_server() -> CodecellServer {
     let catalog = Catalog::from_file(&fixture("demo/catalog.json")).expect("demo catalog");
@@ -27,14 +25,6 @@ fn args(value: Value) -> serde_json::Map<String, Value> {
 
 fn execute(code: &str) -> CallToolRequestParams {
     CallToolRequestParams::new("execute_code").with_arguments(args(json!({"code": code})))
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
 }
 
 #[tokio::test]

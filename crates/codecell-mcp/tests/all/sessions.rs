@@ -2,10 +2,10 @@
 
 use codecell::{Catalog, CodeMode, Limits, SessionLimits, SessionManager, SessionManagerLimits};
 use codecell_mcp::{CodecellServer, outcome_schema};
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
-use crate::common::{connect, engine, fixture};
+use crate::common::{connect, engine, fixture, text};
 
 fn server(max_sessions: usize) -> CodecellServer {
     let catalog = Catalog::from_file(&fixture("demo/catalog.json")).expect("demo catalog");
@@ -29,14 +29,6 @@ fn execute(arguments: Value) -> CallToolRequestParams {
         unreachable!("arguments are objects")
     };
     CallToolRequestParams::new("execute_code").with_arguments(map)
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect()
 }
 
 #[tokio::test]
