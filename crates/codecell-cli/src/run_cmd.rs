@@ -190,8 +190,14 @@ pub fn print_human(outcome: &Outcome) -> Result<(), Failure> {
         (None, Some(e)) => format!(" ({}: {})", e.kind, e.message),
         _ => String::new(),
     };
+    // Without fuel metering (the default; `--fuel` turns it on) no fuel is counted: say nothing
+    // rather than "fuel 0".
+    let fuel = match outcome.fuel_used {
+        0 => String::new(),
+        used => format!(", fuel {used}"),
+    };
     out::stderr(&format!(
-        "[codecell] {}{}{} in {:.1} ms, fuel {}, {} tool call(s)\n",
+        "[codecell] {}{}{} in {:.1} ms{fuel}, {} tool call(s)\n",
         outcome.status().as_str(),
         out::guest_stderr(&detail),
         if outcome.truncated {
@@ -200,7 +206,6 @@ pub fn print_human(outcome: &Outcome) -> Result<(), Failure> {
             ""
         },
         outcome.duration_ms,
-        outcome.fuel_used,
         outcome.tool_calls.len()
     ));
     Ok(())
