@@ -60,6 +60,14 @@ impl Failure {
         }
     }
 
+    /// A facade failure: an engine failure as [`Failure::engine`], anything else the host's.
+    pub fn codecell(error: codecell::Error) -> Self {
+        match error {
+            codecell::Error::Engine(e) => Failure::engine(e),
+            other => Failure::host(other.to_string()),
+        }
+    }
+
     /// The exit status as an [`ExitCode`].
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(self.code)

@@ -96,7 +96,7 @@ pub async fn run(args: ReplArgs) -> Result<ExitCode, Failure> {
             let session = code_mode
                 .restore_session(session_limits.clone(), journal)
                 .await
-                .map_err(facade)?;
+                .map_err(Failure::codecell)?;
             out::stderr(&format!(
                 "[codecell] restored {cells} cell(s) from {}\n",
                 path.display()
@@ -106,7 +106,7 @@ pub async fn run(args: ReplArgs) -> Result<ExitCode, Failure> {
         None => code_mode
             .session(session_limits.clone())
             .await
-            .map_err(facade)?,
+            .map_err(Failure::codecell)?,
     };
     let mut repl = Repl {
         code_mode,
@@ -158,7 +158,7 @@ impl Repl {
                     .code_mode
                     .session(self.session_limits.clone())
                     .await
-                    .map_err(facade)?;
+                    .map_err(Failure::codecell)?;
                 out::stderr("[codecell] a fresh session: every global is gone\n");
             }
             "limits" => out::stderr(&format!(
@@ -212,13 +212,6 @@ impl Repl {
             _ => {}
         }
         Ok(())
-    }
-}
-
-fn facade(error: codecell::Error) -> Failure {
-    match error {
-        codecell::Error::Engine(e) => Failure::engine(e),
-        other => Failure::host(other.to_string()),
     }
 }
 

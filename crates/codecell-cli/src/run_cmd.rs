@@ -159,10 +159,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, Failure> {
     let catalog = args.sandbox.catalog(store.as_ref()).await?;
     // One run per process: an instance made ahead for a next run would be wasted work.
     let code_mode = args.sandbox.code_mode(catalog, false)?;
-    let outcome = code_mode.execute_code(&code).await.map_err(|e| match e {
-        codecell::Error::Engine(e) => Failure::engine(e),
-        other => Failure::host(other.to_string()),
-    })?;
+    let outcome = code_mode
+        .execute_code(&code)
+        .await
+        .map_err(Failure::codecell)?;
     if args.json {
         let text = serde_json::to_string(&outcome).map_err(|e| Failure::host(e.to_string()))?;
         out::line(&text)?;

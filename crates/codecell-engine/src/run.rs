@@ -183,17 +183,24 @@ impl Engine {
         store: &Store<RunState>,
         limits: &Limits,
     ) -> Result<Returned<T>, EngineError> {
-        if let Some(minimum) = store.data().limiter.refused_initial() {
-            return Err(EngineError::MemoryCapTooSmall {
-                cap: limits.memory_bytes,
-                minimum,
-            });
+        if let Some(refused) = cap_below_start(store, limits) {
+            return Err(refused);
         }
         if let Some(wasmtime::Trap::OutOfFuel) = error.downcast_ref::<wasmtime::Trap>() {
             return Ok(Returned::Trap(error));
         }
         Err(EngineError::Wasmtime(error))
     }
+}
+
+/// The caller's error when instantiation failed because `limits`' memory cap is below the
+/// guest's initial memory.
+pub(crate) fn cap_below_start(store: &Store<RunState>, limits: &Limits) -> Option<EngineError> {
+    let minimum = store.data().limiter.refused_initial()?;
+    Some(EngineError::MemoryCapTooSmall {
+        cap: limits.memory_bytes,
+        minimum,
+    })
 }
 
 /// `call`, polled until it ends or is polled at or past `deadline`, where it ends with the

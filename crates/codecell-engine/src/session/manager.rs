@@ -92,21 +92,7 @@ impl SessionManager {
     /// Starts a session; gives its id (32 hex digits, drawn from the host's randomness).
     pub async fn create(&self) -> Result<String, EngineError> {
         self.evict_idle();
-        let reserve = {
-            let map = self.map();
-            let reserved = map.len().saturating_mul(self.limits.memory_bytes);
-            if map.len() >= self.caps.max_sessions
-                || reserved.saturating_add(self.limits.memory_bytes) > self.caps.max_memory_bytes
-            {
-                return Err(EngineError::SessionsFull {
-                    live: map.len(),
-                    reserved,
-                    max_sessions: self.caps.max_sessions,
-                    max_memory: self.caps.max_memory_bytes,
-                });
-            }
-            map.len()
-        };
+        self.check_room(self.map().len())?;
         let session = Session::new(
             &self.engine,
             self.catalog.clone(),
@@ -116,17 +102,26 @@ impl SessionManager {
         .await?;
         let id = format!("{:032x}", rand::random::<u128>());
         let mut map = self.map();
-        // Two creates may have raced past the check above: the cap still holds.
-        if map.len() > reserve && map.len() >= self.caps.max_sessions {
+        // Two creates may have raced past the check above: the caps still hold.
+        self.check_room(map.len())?;
+        map.insert(id.clone(), Arc::new(tokio::sync::Mutex::new(session)));
+        Ok(id)
+    }
+
+    /// Refuses one more session beside `live` ones when it would pass either cap.
+    fn check_room(&self, live: usize) -> Result<(), EngineError> {
+        let reserved = live.saturating_mul(self.limits.memory_bytes);
+        if live >= self.caps.max_sessions
+            || reserved.saturating_add(self.limits.memory_bytes) > self.caps.max_memory_bytes
+        {
             return Err(EngineError::SessionsFull {
-                live: map.len(),
-                reserved: map.len().saturating_mul(self.limits.memory_bytes),
+                live,
+                reserved,
                 max_sessions: self.caps.max_sessions,
                 max_memory: self.caps.max_memory_bytes,
             });
         }
-        map.insert(id.clone(), Arc::new(tokio::sync::Mutex::new(session)));
-        Ok(id)
+        Ok(())
     }
 
     /// Runs `code` as the next turn of session `id`. A session the turn ended is dropped.

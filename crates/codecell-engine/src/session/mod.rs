@@ -38,7 +38,7 @@ use crate::engine::{Engine, arm};
 use crate::error::EngineError;
 use crate::limits::Limits;
 use crate::outcome::{LimitKind, Outcome, Status};
-use crate::run::{TIMEOUT_GRACE, checked, options};
+use crate::run::{TIMEOUT_GRACE, cap_below_start, checked, options};
 use crate::state::RunState;
 use clocks::ClockLogs;
 use codecell_catalog::Catalog;
@@ -630,13 +630,7 @@ async fn instantiate(
     let sandbox = match engine.inner.pre.instantiate_async(&mut store).await {
         Ok(sandbox) => sandbox,
         Err(error) => {
-            if let Some(minimum) = store.data().limiter.refused_initial() {
-                return Err(EngineError::MemoryCapTooSmall {
-                    cap: limits.memory_bytes,
-                    minimum,
-                });
-            }
-            return Err(EngineError::Wasmtime(error));
+            return Err(cap_below_start(&store, &limits).unwrap_or(EngineError::Wasmtime(error)));
         }
     };
     Ok(Live {
