@@ -203,6 +203,36 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
         assert_ne!(a.stdout, b.stdout, "two runs' Random() drew the same numbers");
     }
 
+    /// Under Wine, wasmtime's copy-on-write executable view of a cached artifact is refused
+    /// ("Access denied"), so every process recompiled the guest and rewrote its artifact (20 s
+    /// for CPython, a minute for RustPython). The cache now falls back to reading the file; a
+    /// second engine must load what the first one stored, never write it again.
+    #[tokio::test]
+    async fn a_second_engine_reuses_the_cached_artifact_instead_of_rewriting_it() {
+        codecell_tests::engine(GUEST);
+        let dir = std::env::var_os("CODECELL_CACHE_DIR")
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| GUEST.default_path().with_file_name("cache"));
+        let artifacts = || -> std::collections::BTreeMap<_, _> {
+            std::fs::read_dir(&dir)
+                .expect("the cache directory exists once an engine is built")
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".cwasm"))
+                .filter_map(|e| Some((e.file_name(), e.metadata().ok()?.modified().ok()?)))
+                .collect()
+        };
+        let before = artifacts();
+        assert!(!before.is_empty(), "no artifact in {}", dir.display());
+        codecell::Engine::builder().guest(GUEST).build().expect("the guest loads again");
+        let after = artifacts();
+        for (name, written) in &before {
+            if let Some(rewritten) = after.get(name) {
+                assert_eq!(written, rewritten, "{name:?} was written again by a second engine");
+            }
+        }
+    }
+
     /// The guests run a few snippets (one raising) before the snapshot, to warm the
     /// interpreter's caches; none of that may be visible to a run.
     #[tokio::test]

@@ -2,7 +2,8 @@
 //!
 //! Compiling the ~20 MB CPython component takes seconds and half a gigabyte; loading a cached
 //! `.cwasm` maps it in about 2 ms. The cache key covers everything that makes an artifact valid:
-//! the guest's content hash, the wasmtime version and the engine's compilation settings.
+//! the guest's content hash, the wasmtime version, the platform and the engine's compilation
+//! settings. Files are named `{guest}-{arch}-{os}-{key}.cwasm`.
 //!
 //! Trust: `Component::deserialize_file` executes what the file contains, so the cache directory
 //! must be writable only by the user running codecell (it defaults to the guest's own build
@@ -46,6 +47,13 @@ fn guest_digest(wasm: &Path) -> Result<String, EngineError> {
 /// A transformation applied to the guest's bytes before compiling (pre-initialisation).
 pub(crate) type Prepare<'a> = dyn Fn(&[u8]) -> Result<Vec<u8>, EngineError> + 'a;
 
+/// The platform an artifact is compiled for, part of its file name: machine code for one OS is
+/// never loaded by another (a Linux and a Windows build may share a cache directory, as they do
+/// when tests run under Wine), and each platform's artifacts are pruned apart.
+fn platform() -> String {
+    format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS)
+}
+
 /// The cache key for `wasm` compiled by `engine`, `prepared` or not.
 fn cache_key(engine: &Engine, guest_digest: &str, prepared: bool) -> String {
     let mut config = std::collections::hash_map::DefaultHasher::new();
@@ -53,6 +61,7 @@ fn cache_key(engine: &Engine, guest_digest: &str, prepared: bool) -> String {
     let mut h = Sha256::new();
     h.update(guest_digest.as_bytes());
     h.update(b"\0wasmtime-48.0.8\0");
+    h.update(platform().as_bytes());
     h.update(config.finish().to_le_bytes());
     h.update(if prepared { "\0preinit-v1" } else { "\0plain" });
     hex::encode(&h.finalize()[..12])
@@ -69,11 +78,11 @@ pub(crate) fn load_or_compile(
 ) -> Result<Component, EngineError> {
     let digest = guest_digest(wasm)?;
     let key = cache_key(engine, &digest, prepare.is_some());
+    let guest = stem;
+    let stem = format!("{guest}-{}", platform());
     let cached = cache_dir.join(format!("{stem}-{key}.cwasm"));
     if cached.is_file() {
-        // SAFETY: the file was written by `Component::serialize` of an engine with the same key,
-        // into a directory that only this user writes (see the module docs).
-        if let Ok(component) = unsafe { Component::deserialize_file(engine, &cached) } {
+        if let Some(component) = load_cached(engine, &cached) {
             return Ok(component);
         }
     }
@@ -87,9 +96,27 @@ pub(crate) fn load_or_compile(
     })?;
     // A cache that cannot be written costs time, not correctness: carry on without it.
     if store(&component, cache_dir, &cached).is_ok() {
-        prune(cache_dir, stem, KEEP_PER_GUEST);
+        prune(cache_dir, &stem, KEEP_PER_GUEST);
+        remove_unplatformed(cache_dir, guest);
     }
     Ok(component)
+}
+
+/// The artifact at `cached`, mapped from the file, else read into memory; `None` if it does not
+/// load either way (stale, truncated or foreign: the caller recompiles).
+///
+/// Mapping shares the pages between processes and is the fast path. Some platforms refuse it:
+/// Wine rejects the copy-on-write, executable file view wasmtime asks for on Windows ("Access
+/// denied" changing its protection), which used to send every process there to recompile the
+/// guest. Reading the file costs a copy but keeps the cache working.
+fn load_cached(engine: &Engine, cached: &Path) -> Option<Component> {
+    // SAFETY (both calls): the file was written by `Component::serialize` of an engine with the
+    // same key, into a directory that only this user writes (see the module docs).
+    if let Ok(component) = unsafe { Component::deserialize_file(engine, cached) } {
+        return Some(component);
+    }
+    let bytes = std::fs::read(cached).ok()?;
+    unsafe { Component::deserialize(engine, &bytes) }.ok()
 }
 
 /// Compiled artifacts kept per guest name: each is 40–90 MB, and every guest rebuild or engine
@@ -116,6 +143,25 @@ fn prune(dir: &Path, stem: &str, keep: usize) {
         // Another process may be mapping it: on Unix the mapping survives the unlink, and on
         // Windows the removal fails and is retried by the next store.
         let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Removes `{guest}-{key}.cwasm` files, named before the platform was part of the name, which
+/// no build loads any more.
+fn remove_unplatformed(dir: &Path, guest: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let key = name
+            .strip_prefix(guest)
+            .and_then(|n| n.strip_prefix('-'))
+            .and_then(|n| n.strip_suffix(".cwasm"));
+        if key.is_some_and(|k| k.len() == 24 && k.bytes().all(|b| b.is_ascii_hexdigit())) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -189,6 +235,22 @@ mod tests {
             "another guest's artifacts are untouched"
         );
         assert!(not_an_artifact.exists(), "only .cwasm files are pruned");
+    }
+
+    #[test]
+    fn artifacts_named_without_a_platform_are_removed_and_no_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let legacy = artifact(dir.path(), "cpython-0123456789abcdef01234567.cwasm", 10);
+        let current = artifact(
+            dir.path(),
+            &format!("cpython-{}-0123456789abcdef01234567.cwasm", platform()),
+            10,
+        );
+        let other_guest = artifact(dir.path(), "rustpython-0123456789abcdef01234567.cwasm", 10);
+        let not_a_key = artifact(dir.path(), "cpython-mine.cwasm", 10);
+        remove_unplatformed(dir.path(), "cpython");
+        assert!(!legacy.exists(), "the old-style name is removed");
+        assert!(current.exists() && other_guest.exists() && not_a_key.exists());
     }
 
     #[cfg(unix)]
