@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 use codecell_catalog::{CommandHandler, Handler, STDERR_TAIL_BYTES};
 use serde_json::{Value, json};
 
-fn py(script: &str) -> CommandHandler {
-    CommandHandler::new(vec![
-        common::python3().to_string(),
-        "-c".to_string(),
-        script.to_string(),
-    ])
+/// The test tool told to do `args` (see `examples/command_tool.rs`).
+fn tool(args: &[&str]) -> CommandHandler {
+    let mut argv = vec![common::command_tool()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    CommandHandler::new(argv)
 }
 
 async fn run(h: &CommandHandler, args: Value) -> Result<Value, String> {
@@ -21,25 +20,22 @@ async fn run(h: &CommandHandler, args: Value) -> Result<Value, String> {
 
 #[tokio::test]
 async fn success_reads_stdin_to_eof_and_parses_stdout() {
-    let h = py(
-        "import json,sys; a=json.load(sys.stdin); print(json.dumps({'echo': a, 'n': a['x'] * 2}))",
-    );
+    let h = tool(&["double"]);
     let out = run(&h, json!({"x": 21, "s": "é\"\n"})).await.unwrap();
     assert_eq!(out, json!({"echo": {"x": 21, "s": "é\"\n"}, "n": 42}));
 }
 
 #[tokio::test]
 async fn a_program_that_ignores_stdin_still_works() {
-    let h = py("print('[1, 2, 3]')");
+    let h = tool(&["print", "[1, 2, 3]"]);
     let big = json!({"blob": "b".repeat(1_000_000)});
     assert_eq!(run(&h, big).await.unwrap(), json!([1, 2, 3]));
 }
 
 #[tokio::test]
 async fn non_zero_exit_carries_the_tail_of_stderr() {
-    let h = py(
-        "import sys; sys.stderr.write('noise ' * 2000 + '\\nValueError: FINAL LINE\\n'); sys.exit(3)",
-    );
+    let stderr = format!("{}\nValueError: FINAL LINE\n", "noise ".repeat(2000));
+    let h = tool(&["exit", "3", &stderr]);
     let e = run(&h, json!({})).await.unwrap_err();
     assert!(e.contains("exited with status 3"), "{e}");
     assert!(e.contains("ValueError: FINAL LINE"), "{e}");
@@ -53,9 +49,7 @@ async fn non_zero_exit_carries_the_tail_of_stderr() {
 
 #[tokio::test]
 async fn non_zero_exit_without_stderr() {
-    let e = run(&py("import sys; sys.exit(1)"), json!({}))
-        .await
-        .unwrap_err();
+    let e = run(&tool(&["exit", "1"]), json!({})).await.unwrap_err();
     assert!(
         e.contains("exited with status 1") && e.contains("no stderr"),
         "{e}"
@@ -63,19 +57,18 @@ async fn non_zero_exit_without_stderr() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows has no signals: an aborted program exits with a status"
+)]
 async fn killed_by_a_signal() {
-    let e = run(
-        &py("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"),
-        json!({}),
-    )
-    .await
-    .unwrap_err();
+    let e = run(&tool(&["abort"]), json!({})).await.unwrap_err();
     assert!(e.contains("killed by a signal"), "{e}");
 }
 
 #[tokio::test]
 async fn timeout_kills_the_program() {
-    let h = py("import time; time.sleep(30)").timeout(Duration::from_millis(300));
+    let h = tool(&["sleep", "30000"]).timeout(Duration::from_millis(300));
     let start = Instant::now();
     let e = run(&h, json!({})).await.unwrap_err();
     assert!(
@@ -88,8 +81,7 @@ async fn timeout_kills_the_program() {
 
 #[tokio::test]
 async fn timeout_covers_a_program_that_closes_its_output_and_hangs() {
-    let h = py("import os, time; os.close(1); os.close(2); time.sleep(30)")
-        .timeout(Duration::from_millis(300));
+    let h = tool(&["close-and-sleep", "30000"]).timeout(Duration::from_millis(300));
     let start = Instant::now();
     let e = run(&h, json!({})).await.unwrap_err();
     assert!(
@@ -102,22 +94,21 @@ async fn timeout_covers_a_program_that_closes_its_output_and_hangs() {
 
 #[tokio::test]
 async fn stdout_over_the_cap_is_an_error() {
-    let h = py("print('\"' + 'x' * 100000 + '\"')").max_output_bytes(1000);
+    let h = tool(&["quoted", "100000"]).max_output_bytes(1000);
     let e = run(&h, json!({})).await.unwrap_err();
     assert!(e.contains("more than 1000 bytes"), "{e}");
     // Exactly at the cap is fine.
-    let h = py("import sys; sys.stdout.write('\"' + 'x' * 998 + '\"')").max_output_bytes(1000);
+    let exact = format!("\"{}\"", "x".repeat(998));
+    let h = tool(&["write", &exact]).max_output_bytes(1000);
     assert_eq!(run(&h, json!({})).await.unwrap(), json!("x".repeat(998)));
 }
 
 #[tokio::test]
 async fn an_endless_writer_is_stopped_at_the_cap_not_the_timeout() {
     for stream in ["stdout", "stderr"] {
-        let h = py(&format!(
-            "import sys\nwhile True: sys.{stream}.write('y' * 65536)"
-        ))
-        .max_output_bytes(100_000)
-        .timeout(Duration::from_secs(20));
+        let h = tool(&["flood", stream])
+            .max_output_bytes(100_000)
+            .timeout(Duration::from_secs(20));
         let start = Instant::now();
         let e = run(&h, json!({})).await.unwrap_err();
         assert!(
@@ -131,18 +122,18 @@ async fn an_endless_writer_is_stopped_at_the_cap_not_the_timeout() {
 
 #[tokio::test]
 async fn invalid_json_on_stdout_is_an_error() {
-    let e = run(&py("print('this is not json')"), json!({}))
+    let e = run(&tool(&["print", "this is not json"]), json!({}))
         .await
         .unwrap_err();
     assert!(
         e.contains("invalid JSON") && e.contains("this is not json"),
         "{e}"
     );
-    let e = run(&py("print('{\"a\": 1} trailing')"), json!({}))
+    let e = run(&tool(&["print", "{\"a\": 1} trailing"]), json!({}))
         .await
         .unwrap_err();
     assert!(e.contains("invalid JSON"), "{e}");
-    let e = run(&py("pass"), json!({})).await.unwrap_err();
+    let e = run(&tool(&["sleep", "0"]), json!({})).await.unwrap_err();
     assert!(e.contains("printed nothing"), "{e}");
 }
 
@@ -167,13 +158,7 @@ async fn a_missing_program_is_an_error() {
 #[tokio::test]
 async fn no_shell_is_involved() {
     // With a shell, `;` would start a second command; without one it is just an argument.
-    let h = CommandHandler::new(vec![
-        common::python3().to_string(),
-        "-c".to_string(),
-        "import json,sys; print(json.dumps(sys.argv[1:]))".to_string(),
-        "a; echo injected".to_string(),
-        "$HOME".to_string(),
-    ]);
+    let h = tool(&["argv", "a; echo injected", "$HOME"]);
     assert_eq!(
         run(&h, json!({})).await.unwrap(),
         json!(["a; echo injected", "$HOME"])
@@ -185,10 +170,7 @@ async fn no_shell_is_involved() {
 async fn dropping_the_call_kills_the_program() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
-    let h = py(&format!(
-        "import os, time; open({:?}, 'w').write(str(os.getpid())); time.sleep(30)",
-        pid_file.display().to_string()
-    ));
+    let h = tool(&["pidfile", &pid_file.to_string_lossy(), "30000"]);
     let task = tokio::spawn(async move { h.call(json!({})).await });
     // Wait until it runs, then give up on it, as a run's deadline would.
     let started = Instant::now();
@@ -350,10 +332,7 @@ async fn the_host_environment_does_not_reach_a_tool() {
     // SAFETY: set once, before any tool starts, to a value only this test reads; other tests
     // running concurrently never read it.
     unsafe { std::env::set_var("CODECELL_TEST_HOST_SECRET", "leaked") };
-    let h = py(
-        "import json,os; print(json.dumps({k: os.environ.get(k) for k in ['CODECELL_TEST_HOST_SECRET', 'TOOL_MODE', 'PATH', 'HOME']}))",
-    )
-    .env("TOOL_MODE", "fast");
+    let h = tool(&["env"]).env("TOOL_MODE", "fast");
     let out = run(&h, json!({})).await.unwrap();
     assert_eq!(out["CODECELL_TEST_HOST_SECRET"], Value::Null, "{out}");
     assert_eq!(out["HOME"], Value::Null, "{out}");

@@ -122,6 +122,10 @@ fn case(name: &str) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the stub in native python3, which a Windows program under Wine cannot start"
+)]
 fn simple_stub_passes_defaults_and_omits_unset_optionals() {
     let (_, source, function) = stub_of(&case("weather_forecast"));
     assert_eq!(function, "forecast");
@@ -144,6 +148,10 @@ fn simple_stub_passes_defaults_and_omits_unset_optionals() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the stub in native python3, which a Windows program under Wine cannot start"
+)]
 fn nasty_names_map_to_identifiers_and_pass_original_names() {
     let c = case("nasty_names");
     let (path, source, function) = stub_of(&c);
@@ -180,6 +188,10 @@ fn nasty_names_map_to_identifiers_and_pass_original_names() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the stub in native python3, which a Windows program under Wine cannot start"
+)]
 fn parameter_named_like_the_body_locals_does_not_shadow_them() {
     let c = case("nasty_names");
     let (_, source, function) = stub_of(&c);
@@ -231,6 +243,10 @@ fn all_types_stub_renders_every_annotation() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the stub in native python3, which a Windows program under Wine cannot start"
+)]
 fn stub_strings_cannot_break_out_of_literals() {
     // Category and tool names end up in call_tool's string literals; try to break them.
     let category = "a\"); import os; (\"";
@@ -260,6 +276,10 @@ fn stub_strings_cannot_break_out_of_literals() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "runs the stub in native python3, which a Windows program under Wine cannot start"
+)]
 fn separators_and_bidi_controls_in_names_are_escaped() {
     // U+2028/U+2029 and bidi overrides are not control characters, so names may contain them;
     // in source they would hide or reorder text, so stubs spell them as escapes.
