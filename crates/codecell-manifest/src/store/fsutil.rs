@@ -46,11 +46,16 @@ fn checked_regular(file: cap_std::fs::File, name: &str) -> io::Result<cap_std::f
     if metadata.is_file() {
         Ok(file)
     } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{name} is not a regular file; refused"),
-        ))
+        Err(not_regular(name))
     }
+}
+
+/// The error for a store file that is not a regular file.
+fn not_regular(name: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{name} is not a regular file; refused"),
+    )
 }
 
 /// Opens `name` in `dir` with `options`, without blocking, and only if it is a regular file.
@@ -59,7 +64,17 @@ pub(crate) fn open_regular(
     name: &str,
     options: &mut OpenOptions,
 ) -> io::Result<cap_std::fs::File> {
-    checked_regular(dir.open_with(name, nonblocking(options))?, name)
+    let file = dir.open_with(name, nonblocking(options)).map_err(|e| {
+        // Windows refuses to open a directory as a file ("Access denied") before the check
+        // below can: name the refusal as that check does, so it reads the same everywhere.
+        let directory = || dir.symlink_metadata(name).is_ok_and(|m| m.is_dir());
+        if cfg!(windows) && e.kind() == io::ErrorKind::PermissionDenied && directory() {
+            not_regular(name)
+        } else {
+            e
+        }
+    })?;
+    checked_regular(file, name)
 }
 
 /// A fresh unique-enough hex token (pid, time, counter) for temporary names and event ids.

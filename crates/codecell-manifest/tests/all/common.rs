@@ -84,6 +84,26 @@ pub struct PythonRunner {
     pub runs: AtomicUsize,
 }
 
+/// On Windows the tools run in the CPython guest instead (`codecell::WasmToolRunner`): a test
+/// under Wine cannot start a Linux python3, and the store's behaviour is what these tests check.
+#[cfg(windows)]
+impl ToolRunner for PythonRunner {
+    fn run<'a>(&'a self, manifest: &'a Manifest, args: &'a Value) -> RunFuture<'a> {
+        static RUNNER: std::sync::OnceLock<codecell::WasmToolRunner> = std::sync::OnceLock::new();
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let runner = RUNNER.get_or_init(|| {
+            // No warm instance: it would be made on the runtime of whichever test came first.
+            let engine = codecell::Engine::builder()
+                .warm_instance(false)
+                .build()
+                .unwrap_or_else(|e| panic!("{e} (build it with `{}`)", codecell::BUILD_COMMAND));
+            codecell::WasmToolRunner::new(engine)
+        });
+        runner.run(manifest, args)
+    }
+}
+
+#[cfg(not(windows))]
 impl ToolRunner for PythonRunner {
     fn run<'a>(&'a self, manifest: &'a Manifest, args: &'a Value) -> RunFuture<'a> {
         self.runs.fetch_add(1, Ordering::SeqCst);

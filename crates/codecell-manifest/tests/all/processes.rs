@@ -2,7 +2,7 @@
 //! with SIGKILL mid-write leaves a store that loads cleanly, and concurrent defines of one name
 //! in one session leave exactly one tool.
 
-use crate::common::{PythonRunner, add_spec, add_spec_v2, clock_now as clock, open};
+use crate::common::{PythonRunner, clock_now as clock, open};
 use codecell_manifest::event_log::parse_log;
 use codecell_manifest::{Operation, Scope};
 use std::path::{Path, PathBuf};
@@ -87,6 +87,7 @@ fn two_processes_promoting_at_once_lose_nothing() {
 #[cfg(unix)]
 #[tokio::test]
 async fn a_writer_killed_mid_write_leaves_a_loadable_store() {
+    use crate::common::{add_spec, add_spec_v2};
     use std::io::{BufRead as _, BufReader};
     let dir = tempfile::tempdir().unwrap();
     let c = clock();

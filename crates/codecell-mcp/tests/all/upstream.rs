@@ -23,6 +23,10 @@ async fn upstream_catalog() -> Catalog {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 async fn each_server_becomes_a_category_with_typed_stubs_and_annotated_index_entries() {
     let catalog = upstream_catalog().await;
     assert_eq!(
@@ -51,6 +55,10 @@ async fn each_server_becomes_a_category_with_typed_stubs_and_annotated_index_ent
 }
 
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 async fn a_snippet_calls_upstream_tools_through_call_tool_and_through_imported_stubs() {
     let catalog = upstream_catalog().await;
     let outcome = run(
@@ -72,6 +80,10 @@ async fn a_snippet_calls_upstream_tools_through_call_tool_and_through_imported_s
 }
 
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 async fn an_upstream_is_error_result_is_a_tool_error_in_the_guest() {
     let catalog = upstream_catalog().await;
     let outcome = run(
@@ -84,6 +96,10 @@ async fn an_upstream_is_error_result_is_a_tool_error_in_the_guest() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 async fn an_upstream_server_sees_only_path_and_the_environment_its_entry_lists() {
     require_mcp_servers();
     assert!(
@@ -120,6 +136,10 @@ async fn an_upstream_server_sees_only_path_and_the_environment_its_entry_lists()
 }
 
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 async fn a_dead_server_is_restarted_on_the_next_call_and_a_slow_call_is_cut_off_at_its_timeout() {
     require_mcp_servers();
     let catalog = load_catalog(&fixture("mcp/flaky.json"), None)
@@ -262,6 +282,10 @@ impl Drop for HttpEverything {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 async fn a_server_reached_by_url_over_streamable_http_is_a_category_too() {
     let server = HttpEverything::start();
     let dir = tempfile::tempdir().unwrap();
