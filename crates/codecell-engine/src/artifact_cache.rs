@@ -81,10 +81,10 @@ pub(crate) fn load_or_compile(
     let guest = stem;
     let stem = format!("{guest}-{}", platform());
     let cached = cache_dir.join(format!("{stem}-{key}.cwasm"));
-    if cached.is_file() {
-        if let Some(component) = load_cached(engine, &cached) {
-            return Ok(component);
-        }
+    if cached.is_file()
+        && let Some(component) = load_cached(engine, &cached)
+    {
+        return Ok(component);
     }
     let mut bytes = std::fs::read(wasm).map_err(|e| EngineError::io(wasm, e))?;
     if let Some(prepare) = prepare {

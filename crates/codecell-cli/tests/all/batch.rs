@@ -66,7 +66,7 @@ fn ten_thousand_print_lines_give_ten_thousand_ok_outcomes_on_each_guest() {
                 "{guest}: id twice: {o}"
             );
         }
-        assert_eq!(ids, (0..PRINT_LINES).collect(), "{guest}");
+        assert_eq!(ids, (0..PRINT_LINES as u64).collect(), "{guest}");
         let summary = String::from_utf8_lossy(&out.stderr);
         assert!(
             summary.contains(&format!(

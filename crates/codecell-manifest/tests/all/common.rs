@@ -1,9 +1,9 @@
 //! Test support: a python3 subprocess runner and helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use codecell_manifest::{
-    Manifest, ManualClock, Registry, RegistryOptions, RunError, RunFuture, ToolRunner,
-};
+#[cfg(not(windows))]
+use codecell_manifest::RunError;
+use codecell_manifest::{Manifest, ManualClock, Registry, RegistryOptions, RunFuture, ToolRunner};
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::process::{Command, Stdio};
