@@ -135,7 +135,6 @@ codecell_tests::for_each_guest! {
     }
 
     #[tokio::test]
-    #[cfg_attr(windows, ignore = "calls the demo catalog's python3 command tools, which a Windows program under Wine cannot start")]
     async fn slow_tool_is_cut_by_the_deadline() {
         // The text tools are commands with a 5 s timeout; the run's deadline is shorter.
         let l = Limits {

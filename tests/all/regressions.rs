@@ -113,7 +113,6 @@ codecell_tests::for_each_guest! {
     /// exception message) made componentize-py's runtime panic: a trap the snippet could not
     /// catch. The CPython binding now replaces surrogates with U+FFFD, as RustPython's does.
     #[tokio::test]
-    #[cfg_attr(windows, ignore = "calls the demo catalog's python3 command tools, which a Windows program under Wine cannot start")]
     async fn lone_surrogates_crossing_to_the_host_do_not_trap() {
         let code = r#"
 r = call_tool("text", "stats", text="a\ud800b. c.")
@@ -135,7 +134,6 @@ raise ValueError("bad \ud800 value")
     /// Tool-call JSON is encoded natively in the RustPython guest; it must refuse what the
     /// stdlib encoder refuses, as a catchable ToolError, and keep int-subclass and key coercion.
     #[tokio::test]
-    #[cfg_attr(windows, ignore = "calls the demo catalog's python3 command tools, which a Windows program under Wine cannot start")]
     async fn tool_arguments_that_are_not_json_raise_tool_error() {
         let code = r#"
 import enum
@@ -253,7 +251,6 @@ for bad in ({1, 2}, float("nan"), {(1, 2): 3}, object(), a):
     /// ways RustPython can dispatch them: written out (its vectorcall slot) and through `*args`,
     /// `**kwargs` or `functools.partial` (its generic call slot); ints both machine-sized and big.
     #[tokio::test]
-    #[cfg_attr(windows, ignore = "calls the demo catalog's python3 command tools, which a Windows program under Wine cannot start")]
     async fn call_tool_checks_and_errors_are_the_same_on_both_guests() {
         let code = r#"
 for bad in [(), ("text",), ("text", "stats", "x"), (1, "stats")]:
