@@ -38,6 +38,10 @@ const NATIVE_ROWS: [&str; 7] = [
 ];
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs native python3 as the oracle, which a Windows program under Wine cannot start"
+)]
 fn bench_json_quick_has_every_row_for_both_guests() {
     let out = codecell(&["bench", "--json", "--quick"], "");
     assert_eq!(

@@ -26,6 +26,10 @@ fn catalog() -> String {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "calls the demo catalog file's python3 command tools, which a Windows program under Wine cannot start"
+)]
 fn run_json_demo_is_ok_with_the_right_stdout() {
     for guest in guests() {
         let demo = fixture("snippets/demo.py").to_string_lossy().into_owned();
@@ -111,6 +115,10 @@ fn limit_exits_1_and_names_the_limit() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "calls the demo catalog file's python3 command tools, which a Windows program under Wine cannot start"
+)]
 fn limit_flags_are_applied() {
     for guest in guests() {
         let (_, v) = run_json(

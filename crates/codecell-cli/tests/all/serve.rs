@@ -111,6 +111,10 @@ fn check_demo_and_limit(report: &Value) {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 fn the_python_sdk_over_stdio_lists_execute_code_runs_the_demo_and_sees_a_limit_as_is_error() {
     let report = sdk_client(&[
         "--stdio",
@@ -123,6 +127,10 @@ fn the_python_sdk_over_stdio_lists_execute_code_runs_the_demo_and_sees_a_limit_a
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 fn the_python_sdk_over_http_runs_16_requests_at_once_and_a_cancelled_run_stops() {
     let server = HttpServer::start(&[
         "--tools",
@@ -190,6 +198,10 @@ fn check_inspector(target: &[&str]) {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 fn the_mcp_inspector_cli_lists_and_calls_execute_code_over_stdio() {
     let codecell = env!("CARGO_BIN_EXE_codecell");
     let demo = fixture("demo/catalog.json");
@@ -197,12 +209,20 @@ fn the_mcp_inspector_cli_lists_and_calls_execute_code_over_stdio() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 fn the_mcp_inspector_cli_lists_and_calls_execute_code_over_http() {
     let server = HttpServer::start(&["--tools", &fixture("demo/catalog.json")]);
     check_inspector(&[&server.url, "--transport", "http"]);
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the MCP SDK and reference servers (python3 and node under target/mcp), which a Windows program under Wine cannot start"
+)]
 fn served_code_reaches_upstream_mcp_servers_listed_in_the_catalog() {
     installed("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let codecell = env!("CARGO_BIN_EXE_codecell");
