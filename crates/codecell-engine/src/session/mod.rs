@@ -200,6 +200,8 @@ impl Session {
             ended: None,
         };
         session.live = Some(session.instantiate().await?);
+        // Idle time starts once the session is usable: a slow start is not idleness.
+        session.last_used = Instant::now();
         Ok(session)
     }
 
