@@ -242,6 +242,35 @@ fn served_code_reaches_upstream_mcp_servers_listed_in_the_catalog() {
     assert_eq!(called["content"][0]["text"], "Echo: up\nUTC\n", "{called}");
 }
 
+/// `codecell serve` is itself an upstream MCP server of another codecell: a snippet's `call_tool`
+/// crosses two processes and two guests, over stdio. Neither Python nor node is involved, so on
+/// Windows (under Wine) this is the test of the MCP client and server talking to each other.
+#[test]
+fn codecell_serve_is_an_upstream_server_of_another_codecell() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = serde_json::Map::new();
+    // An upstream server sees only the environment its entry lists, and a program Wine starts
+    // finds its prefix (and the ProcessPrng stand-in installed there) through WINEPREFIX.
+    if let Ok(prefix) = std::env::var("WINEPREFIX") {
+        env.insert("WINEPREFIX".into(), prefix.into());
+    }
+    let catalog = serde_json::json!({
+        "mcpServers": {
+            "inner": {"command": env!("CARGO_BIN_EXE_codecell"), "args": ["serve"], "env": env}
+        },
+        "categories": []
+    });
+    let path = dir.path().join("catalog.json");
+    std::fs::write(&path, catalog.to_string()).unwrap();
+    let code = "r = call_tool('inner', 'execute_code', code='print(6 * 7)')\n\
+                print(r['status'], repr(r['stdout']))";
+    let output = crate::common::codecell(&["run", "-", "--tools", path.to_str().unwrap()], code);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "ok '42\\n'\n", "{stderr}");
+}
+
 #[test]
 fn a_taken_or_bad_listen_address_is_bad_input() {
     let server = HttpServer::start(&[]);
