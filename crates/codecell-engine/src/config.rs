@@ -8,7 +8,7 @@ use crate::state::RunState;
 use wasmtime::component::{HasSelf, Linker};
 
 /// Native wasm stack per run (virtual memory, committed only as used).
-const MAX_WASM_STACK: usize = 8 << 20;
+const MAX_WASM_STACK: usize = 64 << 20;
 
 /// The wasmtime settings every engine running a guest shares, the pre-initialiser's included:
 /// `metering`, the component model and the wasm stack sizes.
@@ -19,9 +19,11 @@ pub(crate) fn base_config(metering: Metering) -> wasmtime::Config {
         Metering::Fuel => config.consume_fuel(true),
     };
     config.wasm_component_model(true);
-    // CPython's own C-recursion guard (about 1 MB of its shadow stack) must trip before wasm's
-    // native stack runs out, so deep nesting in json/repr is a catchable RecursionError rather
-    // than a trap; 8 MiB was measured to be enough for json.dumps, and a trap is still handled.
+    // Each interpreter's own guard (CPython's on its 1 MB shadow stack, RustPython's depth
+    // count) must trip before wasm's native stack runs out, so deep C recursion (`==` of
+    // self-referential containers, deep `repr` or `json`) is a catchable RecursionError rather
+    // than a trap: a comparison level uses far more native stack than shadow stack, and 8 MiB
+    // was not enough (docs/async-and-fidelity.md). A trap is still handled.
     config.max_wasm_stack(MAX_WASM_STACK);
     config.async_stack_size(MAX_WASM_STACK + (1 << 20));
     config
