@@ -4,11 +4,15 @@
 //! Every program must print on the CPython guest exactly what python3 prints. On RustPython it
 //! must too, unless its header says `# rustpython-differs: <why>`; such a program must then still
 //! differ, so the list of differences (README, "Known RustPython differences") stays true.
+//!
+//! python3's stdout for each program is also recorded in `fixtures/differential/expected/`: on
+//! Windows, where a program under Wine cannot start a Linux python3, the recordings are the
+//! oracle, and on Linux a test checks that they are still what python3 prints.
 
 use codecell::{GuestKind, Limits, Status};
 use codecell_tests::{engine, fixture};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -52,6 +56,78 @@ fn native_outputs() -> &'static BTreeMap<PathBuf, String> {
     })
 }
 
+/// Where python3's stdout for `program` is recorded: `expected/NN_topic.out` beside it.
+fn recorded_path(program: &Path) -> PathBuf {
+    let dir = program.parent().expect("a program is in a directory");
+    dir.join("expected")
+        .join(Path::new(program.file_name().expect("a file")).with_extension("out"))
+}
+
+/// The recorded stdout of every program (the oracle on Windows).
+fn recorded_outputs() -> &'static BTreeMap<PathBuf, String> {
+    static RECORDED: OnceLock<BTreeMap<PathBuf, String>> = OnceLock::new();
+    RECORDED.get_or_init(|| {
+        programs()
+            .into_iter()
+            .map(|p| {
+                let file = recorded_path(&p);
+                let text = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+                    panic!(
+                        "{} is missing ({e}): record it on Linux ({RECORD})",
+                        file.display()
+                    )
+                });
+                (p, text)
+            })
+            .collect()
+    })
+}
+
+/// How to record python3's outputs again, quoted when a recording is missing or stale.
+const RECORD: &str = "CODECELL_RECORD=1 cargo test --test all the_recorded_outputs";
+
+/// What each program must print: python3's stdout, or on Windows its recording.
+fn oracle() -> &'static BTreeMap<PathBuf, String> {
+    if cfg!(windows) {
+        recorded_outputs()
+    } else {
+        native_outputs()
+    }
+}
+
+/// The recordings are what python3 prints now, one per program and none left over;
+/// `CODECELL_RECORD=1` writes them instead.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs native python3, which a Windows program under Wine cannot start"
+)]
+fn the_recorded_outputs_are_what_native_python3_prints() {
+    let record = std::env::var_os("CODECELL_RECORD").is_some();
+    let mut stale = Vec::new();
+    for (program, stdout) in native_outputs() {
+        let file = recorded_path(program);
+        if record {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, stdout).unwrap();
+        } else if std::fs::read_to_string(&file).ok().as_ref() != Some(stdout) {
+            stale.push(file.display().to_string());
+        }
+    }
+    let dir = fixture("differential/expected");
+    let wanted: Vec<PathBuf> = programs().iter().map(|p| recorded_path(p)).collect();
+    for entry in std::fs::read_dir(&dir).expect("fixtures/differential/expected exists") {
+        let path = entry.unwrap().path();
+        if !wanted.contains(&path) {
+            stale.push(format!("{} (no program)", path.display()));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "missing, stale or left over: {stale:#?}; record again: {RECORD}"
+    );
+}
+
 fn native(path: &PathBuf) -> String {
     let output = Command::new("python3")
         .arg(path)
@@ -70,7 +146,6 @@ fn native(path: &PathBuf) -> String {
 
 codecell_tests::for_each_guest! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(windows, ignore = "needs native python3 as the oracle, which a Windows program under Wine cannot start")]
     async fn corpus_agrees_with_native_python3() {
         let paths = programs();
         assert!(paths.len() >= 30, "the corpus has only {} programs", paths.len());
@@ -79,7 +154,7 @@ codecell_tests::for_each_guest! {
             ..Limits::default()
         };
         let engine = engine(GUEST);
-        let native = native_outputs();
+        let native = oracle();
         let mut failures = Vec::new();
         let mut listed = 0;
         for path in &paths {
