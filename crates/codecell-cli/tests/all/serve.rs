@@ -254,10 +254,11 @@ fn codecell_serve_is_an_upstream_server_of_another_codecell() {
     if let Ok(prefix) = std::env::var("WINEPREFIX") {
         env.insert("WINEPREFIX".into(), prefix.into());
     }
+    // With its drive: on Windows the built-in path has none, and the catalog's directory (the
+    // temporary one) may be on another drive.
+    let exe = std::path::absolute(env!("CARGO_BIN_EXE_codecell")).unwrap();
     let catalog = serde_json::json!({
-        "mcpServers": {
-            "inner": {"command": env!("CARGO_BIN_EXE_codecell"), "args": ["serve"], "env": env}
-        },
+        "mcpServers": {"inner": {"command": exe, "args": ["serve"], "env": env}},
         "categories": []
     });
     let path = dir.path().join("catalog.json");
