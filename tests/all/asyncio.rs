@@ -146,6 +146,27 @@ codecell_tests::for_each_guest! {
         assert!(error.message.contains("nothing to wait for"), "{error:#?}");
     }
 
+    /// Guards: in a seeded run (virtual clocks, one tick per read) `asyncio.sleep` woke, found
+    /// its timer not due and slept again, so a 5 s sleep ran into the deadline.
+    #[tokio::test]
+    async fn a_seeded_asyncio_sleep_jumps_the_virtual_clock_instead_of_waiting() {
+        let limits = Limits {
+            deadline: Duration::from_secs(2),
+            seed: Some(3),
+            ..Limits::default()
+        };
+        let code = "import asyncio, time\n\
+            t0, w0 = time.monotonic(), time.time()\n\
+            async def nap(s, tag):\n    await asyncio.sleep(s)\n    return tag\n\
+            print(await asyncio.gather(nap(5, 'b'), nap(3, 'a')))\n\
+            print(round(time.monotonic() - t0), round(time.time() - w0))\n\
+            print(await asyncio.wait_for(call_tool_async('slow', 'wait', ms=20), 30))\n";
+        let first = mode(GUEST, limits.clone()).execute_code(code).await.unwrap();
+        assert_eq!(first.stdout, "['b', 'a']\n5 5\n{'slept': 20}\n", "{first:#?}");
+        let second = mode(GUEST, limits).execute_code(code).await.unwrap();
+        assert_eq!(second.stdout, first.stdout);
+    }
+
     #[tokio::test]
     async fn call_tool_async_outside_an_event_loop_is_a_clear_error() {
         let code = "c = call_tool_async('slow', 'echo')\ntry:\n    c.send(None)\nexcept RuntimeError as e:\n    print(e)\n";

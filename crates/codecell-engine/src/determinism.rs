@@ -11,6 +11,11 @@
 //!   `datetime.now()`, `time.monotonic()` and `time.perf_counter()` give the same sequence in
 //!   every run.
 //!
+//! A wait of the guest's event loop for its timers alone (`asyncio.sleep` with no tool call in
+//! flight) is virtual too: the clocks jump by the wait and the host does not sleep, so a seeded
+//! `asyncio.sleep(5)` returns at once, five virtual seconds later. A wait that times out with
+//! calls in flight also advances the clocks by what it waited.
+//!
 //! Not virtual: the deadline (always the host's real clock), `time.sleep` and other WASI waits
 //! (they wait in real time; the virtual clock does not jump by what they waited), and the
 //! host-side fields of the outcome (`duration_ms`, each tool call's `duration_us`). Tool
@@ -18,6 +23,7 @@
 //! part of the guest's pre-initialised snapshot, so it is the same in every run with or without
 //! a seed.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtxBuilder};
@@ -28,12 +34,40 @@ pub const VIRTUAL_EPOCH_SECS: u64 = 1_767_225_600;
 /// How far a seeded run's clocks advance on every read.
 pub const VIRTUAL_TICK: Duration = Duration::from_millis(1);
 
-/// Gives `builder` the seeded generators and the virtual clocks of a run seeded with `seed`.
-pub(crate) fn make_deterministic(builder: &mut WasiCtxBuilder, seed: u64) {
+/// Gives `builder` the seeded generators and the virtual clocks of a run seeded with `seed`;
+/// the handle returned moves those clocks.
+pub(crate) fn make_deterministic(builder: &mut WasiCtxBuilder, seed: u64) -> VirtualClocks {
     seed_random(builder, seed);
+    let clocks = VirtualClocks {
+        wall: Arc::new(VirtualClock::new(VIRTUAL_EPOCH_SECS * 1_000_000_000)),
+        monotonic: Arc::new(VirtualClock::new(0)),
+    };
     builder
-        .wall_clock(VirtualClock::new(VIRTUAL_EPOCH_SECS * 1_000_000_000))
-        .monotonic_clock(VirtualClock::new(0));
+        .wall_clock(SharedClock(clocks.wall.clone()))
+        .monotonic_clock(SharedClock(clocks.monotonic.clone()));
+    clocks
+}
+
+/// A seeded run's two virtual clocks, held by the host to advance them by a virtual wait.
+#[derive(Clone)]
+pub(crate) struct VirtualClocks {
+    wall: Arc<VirtualClock>,
+    monotonic: Arc<VirtualClock>,
+}
+
+impl VirtualClocks {
+    /// Moves both clocks `by` forward, as if that much time had passed.
+    pub(crate) fn advance(&self, by: Duration) {
+        let ns = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        for clock in [&self.wall, &self.monotonic] {
+            // Saturating, as reads are: fetch_add would wrap.
+            let _ = clock
+                .next_ns
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                    Some(now.saturating_add(ns))
+                });
+        }
+    }
 }
 
 /// Gives `builder` random generators seeded with `seed` (a session without a seed of its own
@@ -79,23 +113,26 @@ impl VirtualClock {
     }
 }
 
-impl HostWallClock for VirtualClock {
+/// A virtual clock as WASI's context holds it, shared with the run's [`VirtualClocks`].
+struct SharedClock(Arc<VirtualClock>);
+
+impl HostWallClock for SharedClock {
     fn resolution(&self) -> Duration {
         VIRTUAL_TICK
     }
 
     fn now(&self) -> Duration {
-        Duration::from_nanos(self.read_ns())
+        Duration::from_nanos(self.0.read_ns())
     }
 }
 
-impl HostMonotonicClock for VirtualClock {
+impl HostMonotonicClock for SharedClock {
     fn resolution(&self) -> u64 {
         VIRTUAL_TICK.as_nanos() as u64
     }
 
     fn now(&self) -> u64 {
-        self.read_ns()
+        self.0.read_ns()
     }
 }
 
@@ -106,11 +143,29 @@ mod tests {
     #[test]
     fn a_virtual_clock_advances_one_tick_per_read_and_saturates() {
         let clock = VirtualClock::new(5);
-        assert_eq!(HostMonotonicClock::now(&clock), 5);
-        assert_eq!(HostMonotonicClock::now(&clock), 5 + 1_000_000);
+        assert_eq!(clock.read_ns(), 5);
+        assert_eq!(clock.read_ns(), 5 + 1_000_000);
         let end = VirtualClock::new(u64::MAX - 1);
-        assert_eq!(HostMonotonicClock::now(&end), u64::MAX - 1);
-        assert_eq!(HostMonotonicClock::now(&end), u64::MAX);
-        assert_eq!(HostMonotonicClock::now(&end), u64::MAX);
+        assert_eq!(end.read_ns(), u64::MAX - 1);
+        assert_eq!(end.read_ns(), u64::MAX);
+        assert_eq!(end.read_ns(), u64::MAX);
+    }
+
+    #[test]
+    fn advancing_moves_both_clocks_and_saturates() {
+        let mut builder = wasmtime_wasi::WasiCtx::builder();
+        let clocks = make_deterministic(&mut builder, 1);
+        let before = clocks.monotonic.read_ns();
+        clocks.advance(Duration::from_secs(5));
+        assert_eq!(
+            clocks.monotonic.read_ns(),
+            before + 1_000_000 + 5_000_000_000
+        );
+        assert_eq!(
+            clocks.wall.read_ns(),
+            VIRTUAL_EPOCH_SECS * 1_000_000_000 + 5_000_000_000
+        );
+        clocks.advance(Duration::MAX);
+        assert_eq!(clocks.wall.read_ns(), u64::MAX);
     }
 }

@@ -116,12 +116,20 @@ impl Host for RunState {
                 _ if self.in_flight.none_running() => {
                     // Nothing can complete: only a timer to wait for (`asyncio.sleep`). With no
                     // timer either, the guest's loop would wait forever; it says so itself.
-                    if let Some(wait) = wait {
-                        tokio::time::sleep(wait).await;
+                    // A seeded run's clocks are virtual: they jump to the timer instead.
+                    match (wait, &self.virtual_clocks) {
+                        (Some(wait), Some(clocks)) => clocks.advance(wait),
+                        (Some(wait), None) => tokio::time::sleep(wait).await,
+                        (None, _) => {}
                     }
                 }
                 Some(wait) => {
-                    let _ = tokio::time::timeout(wait, self.in_flight.wait_one()).await;
+                    let timed_out = tokio::time::timeout(wait, self.in_flight.wait_one())
+                        .await
+                        .is_err();
+                    if let (true, Some(clocks)) = (timed_out, &self.virtual_clocks) {
+                        clocks.advance(wait);
+                    }
                 }
                 None => {
                     let _ = tokio::time::timeout(left, self.in_flight.wait_one()).await;

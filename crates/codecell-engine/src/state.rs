@@ -1,6 +1,6 @@
 //! The data a run's `Store` carries: WASI context, capture buffers, limits and the tool record.
 
-use crate::determinism::make_deterministic;
+use crate::determinism::{VirtualClocks, make_deterministic};
 use crate::in_flight::InFlight;
 use crate::limits::Limits;
 use crate::memory_limit::MemoryLimiter;
@@ -30,6 +30,8 @@ pub(crate) struct RunState {
     pub(crate) in_flight: InFlight,
     /// A session's record of tool calls, and on restore the calls to answer from it.
     pub(crate) journal: Option<CallJournal>,
+    /// A seeded run's virtual clocks, which a wait for timers alone advances instead of sleeping.
+    pub(crate) virtual_clocks: Option<VirtualClocks>,
 }
 
 impl RunState {
@@ -38,17 +40,16 @@ impl RunState {
     /// (seeded generators and virtual clocks when the limits carry a seed).
     pub(crate) fn new(limits: &Limits, catalog: Option<Catalog>) -> Self {
         Self::with_wasi(limits, catalog, |builder| {
-            if let Some(seed) = limits.seed {
-                make_deterministic(builder, seed);
-            }
+            limits.seed.map(|seed| make_deterministic(builder, seed))
         })
     }
 
-    /// A state like [`RunState::new`]'s whose randomness and clocks `configure` chooses.
+    /// A state like [`RunState::new`]'s whose randomness and clocks `configure` chooses (and
+    /// returns, when they are virtual).
     pub(crate) fn with_wasi(
         limits: &Limits,
         catalog: Option<Catalog>,
-        configure: impl FnOnce(&mut WasiCtxBuilder),
+        configure: impl FnOnce(&mut WasiCtxBuilder) -> Option<VirtualClocks>,
     ) -> Self {
         let stdout = CappedOutput::new(limits.max_output_bytes);
         let stderr = CappedOutput::new(limits.max_output_bytes);
@@ -59,7 +60,7 @@ impl RunState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        configure(&mut builder);
+        let virtual_clocks = configure(&mut builder);
         let wasi = builder.build();
         RunState {
             wasi,
@@ -74,6 +75,7 @@ impl RunState {
             nested_fuel: 0,
             in_flight: InFlight::default(),
             journal: None,
+            virtual_clocks,
         }
     }
 }

@@ -621,10 +621,11 @@ async fn instantiate(
 ) -> Result<Live, EngineError> {
     let slot = engine.slot().await?;
     let mut state = RunState::with_wasi(&limits, catalog, |builder| match &clocks {
-        Clocks::Virtual => make_deterministic(builder, seed),
+        Clocks::Virtual => Some(make_deterministic(builder, seed)),
         Clocks::Recorded(logs) => {
             seed_random(builder, seed);
             logs.install(builder);
+            None
         }
     });
     state.journal = Some(CallJournal::default());
