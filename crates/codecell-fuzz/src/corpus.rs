@@ -33,12 +33,14 @@ pub fn files(extensions: &[&str]) -> Vec<PathBuf> {
 }
 
 /// The fuzz targets, by name (each has a file `fuzz/fuzz_targets/NAME.rs`).
-pub const TARGETS: [&str; 5] = [
+pub const TARGETS: [&str; 7] = [
     "policy",
     "canonical_json",
     "manifest_store",
     "catalog",
     "tree_path",
+    "host_imports",
+    "guest_json",
 ];
 
 /// Paths tried against the tree whatever the fixtures hold: escapes and odd spellings.
@@ -55,20 +57,76 @@ const HOSTILE_PATHS: [&str; 10] = [
     "tools/a/./../b",
 ];
 
+/// Values whose round trip through a guest's JSON codec is easy to get wrong.
+const AWKWARD_JSON: [&str; 10] = [
+    "18446744073709551615",
+    "-9223372036854775808",
+    "123456789012345678901234567890",
+    "[0.1, -0.0, 1e-320, 1.7976931348623157e308, 5e-324]",
+    r#""\u0000\ud83d\ude00\u2028\"\\""#,
+    r#"{"zeta": 1, "alpha": {"b": [], "a": {}}, "": null}"#,
+    r#"{"a": 1, "a": 2}"#,
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+    "true",
+    r#"{"\u00e9t\u00e9": "caf\u00e9", "k": [true, false, null, 1.5]}"#,
+];
+
+/// Call sequences for `host_imports` besides the ones made from paths and fixtures.
+const HOST_CALLS: [&str; 8] = [
+    "ls tools/\nls tools/echo/\nread tools/echo/same.py\nread tools/__index__.md",
+    "call math add {\"a\": 1, \"b\": 2.5}\ncall math add {\"a\": \"x\"}\ncall math add {}",
+    "call echo fail {}\ncall nope nope {}\ncall echo same [1]\ncall echo same NaN",
+    "acall echo same {\"k\": 1}\nacall echo fail {}\nacall math add {\"a\": 1e308, \"b\": 1e308}",
+    "call echo same {\"zeta\": 1, \"alpha\": 2, \"mid\": 3}",
+    "acall echo same {}\nls /\nacall nope x {}\nread ../../etc/passwd",
+    "call echo same {\"big\": 123456789012345678901234567890, \"f\": 1e-7}",
+    "call echo same {\"a b\": 1, \"\": 2, \"\\u00e9\": 3}",
+];
+
 /// The seed corpus of `target`: the fixture files it parses (for `tree_path`, the fixtures'
 /// own paths under `tools/`, and hostile ones).
 pub fn seeds(target: &str) -> Vec<Vec<u8>> {
-    let root = fixtures_dir();
     match target {
         "policy" => read_all(&files(&["py"])),
-        "tree_path" => files(&["py", "md", "json"])
-            .iter()
-            .filter_map(|p| p.strip_prefix(&root).ok())
-            .map(|p| format!("tools/{}", p.to_string_lossy().replace('\\', "/")).into_bytes())
-            .chain(HOSTILE_PATHS.iter().map(|p| p.as_bytes().to_vec()))
+        "tree_path" => tree_paths().into_iter().map(String::into_bytes).collect(),
+        "host_imports" => host_calls(),
+        "guest_json" => read_all(&files(&["json"]))
+            .into_iter()
+            .chain(AWKWARD_JSON.iter().map(|j| j.as_bytes().to_vec()))
             .collect(),
         _ => read_all(&files(&["json", "jsonl"])),
     }
+}
+
+/// The fixtures' own paths under `tools/`, and hostile ones.
+fn tree_paths() -> Vec<String> {
+    let root = fixtures_dir();
+    files(&["py", "md", "json"])
+        .iter()
+        .filter_map(|p| p.strip_prefix(&root).ok())
+        .map(|p| format!("tools/{}", p.to_string_lossy().replace('\\', "/")))
+        .chain(HOSTILE_PATHS.iter().map(|p| p.to_string()))
+        .collect()
+}
+
+/// `host_imports` inputs: each tree path listed and read, each small JSON object fixture sent
+/// to the echo tool (directly and concurrently), and [`HOST_CALLS`].
+fn host_calls() -> Vec<Vec<u8>> {
+    let paths = tree_paths()
+        .into_iter()
+        .map(|p| format!("ls {p}\nread {p}"));
+    let objects = read_all(&files(&["json"]))
+        .into_iter()
+        .filter_map(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .filter(|v| v.is_object())
+        .map(|v| v.to_string())
+        .filter(|line| line.len() <= 2_000)
+        .map(|line| format!("call echo same {line}\nacall echo same {line}"));
+    paths
+        .chain(objects)
+        .chain(HOST_CALLS.iter().map(|s| s.to_string()))
+        .map(String::into_bytes)
+        .collect()
 }
 
 /// Runs `target`'s oracle on `data`.
@@ -79,6 +137,8 @@ pub fn check(target: &str, data: &[u8]) {
         "manifest_store" => crate::manifest_store::check(data),
         "catalog" => crate::catalog::check(data),
         "tree_path" => crate::tree_path::check(data),
+        "host_imports" => crate::host_imports::check(data),
+        "guest_json" => crate::guest_json::check(data),
         other => panic!("no fuzz target {other}"),
     }
 }

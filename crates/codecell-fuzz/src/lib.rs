@@ -13,15 +13,23 @@
 //! | [`manifest_store::check`] | store files | loading never panics; every manifest loaded carries a `dyn-` id |
 //! | [`catalog::check`] | catalog JSON | never panics; every file of the tree a catalog builds (each stub) parses as Python |
 //! | [`tree_path::check`] | a path | an accepted path has no `..`, `.` or empty segment, stays under `tools/` and re-parses to itself |
+//! | [`host_imports::check`] | lines of `ls`/`read`/`call`/`acall` calls | through a real engine, on both guests, each call returns or raises what the catalog itself answers; the run ends `ok` |
+//! | [`guest_json::check`] | JSON text | a tool result decoded by each guest and sent back as an argument arrives unchanged |
+//!
+//! The last two drive real guests ([`guest_run`]: one engine per guest per process), so they
+//! need the guests built (`python3 wasm-guests/build.py --guest all`).
 //!
 //! The differential fuzzer's pure half is here too: the program [`generator`], the [`oracle`]
 //! that compares native python3 with both guests, and the statement-level [`reduce`]r. The
-//! runs themselves are `codecell fuzz diff` (it needs the engine, which this crate does not).
+//! runs themselves are `codecell fuzz diff`.
 
 pub mod canonical_json;
 pub mod catalog;
 pub mod corpus;
 pub mod generator;
+pub mod guest_json;
+pub mod guest_run;
+pub mod host_imports;
 pub mod manifest_store;
 pub mod oracle;
 pub mod policy;

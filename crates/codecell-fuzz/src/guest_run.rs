@@ -1,0 +1,81 @@
+//! One engine per guest and one runtime for the oracles that drive real guests
+//! ([`crate::host_imports`], [`crate::guest_json`]): built on first use and kept for the
+//! process, so a fuzz iteration costs one fresh instance, not an engine.
+
+use codecell_catalog::Catalog;
+use codecell_engine::{ALL_GUESTS, Engine, GuestKind, Limits, Outcome};
+use std::sync::OnceLock;
+use tokio::runtime::Runtime;
+
+/// Output cap of an oracle's run: room for every result an input of libFuzzer's default
+/// maximum length can echo (the default 10,000 bytes would end such runs `limit`/`output`).
+const ORACLE_OUTPUT_BYTES: usize = 1 << 20;
+
+struct Engines {
+    runtime: Runtime,
+    engines: Vec<(GuestKind, Engine)>,
+}
+
+fn engines() -> &'static Engines {
+    static ENGINES: OnceLock<Engines> = OnceLock::new();
+    ENGINES.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        let engines = {
+            let _entered = runtime.enter();
+            ALL_GUESTS
+                .iter()
+                .map(|&guest| {
+                    let engine = Engine::builder().guest(guest).build().unwrap_or_else(|e| {
+                        panic!("the {guest:?} guest cannot be loaded ({e}): python3 wasm-guests/build.py --guest all")
+                    });
+                    (guest, engine)
+                })
+                .collect()
+        };
+        Engines { runtime, engines }
+    })
+}
+
+/// The guests an oracle runs on: both, unless `CODECELL_FUZZ_GUEST` names one (`cpython` or
+/// `rustpython`), to spend a long fuzz run on one guest's boundary.
+pub fn guests() -> Vec<GuestKind> {
+    let only = std::env::var("CODECELL_FUZZ_GUEST").ok();
+    ALL_GUESTS
+        .iter()
+        .copied()
+        .filter(|g| only.as_deref().is_none_or(|o| g.name() == o))
+        .collect()
+}
+
+/// Runs `code` on `guest` in a fresh instance with `catalog` behind the host imports; panics
+/// if the engine itself fails (an engine error is never a guest's doing).
+pub fn run(guest: GuestKind, code: &str, catalog: &Catalog) -> Outcome {
+    let all = engines();
+    let engine = &all
+        .engines
+        .iter()
+        .find(|(g, _)| *g == guest)
+        .expect("every guest has an engine")
+        .1;
+    let limits = Limits {
+        max_output_bytes: ORACLE_OUTPUT_BYTES,
+        ..Limits::default()
+    };
+    all.runtime
+        .block_on(engine.run_snippet(code, Some(catalog.clone()), &limits))
+        .unwrap_or_else(|e| panic!("{guest:?}: the engine failed: {e}\n{code}"))
+}
+
+/// Awaits `future` on the oracles' runtime (a handler called directly, for the expected value).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    engines().runtime.block_on(future)
+}
+
+/// `text` as a Python string literal (JSON's escapes are all valid in Python).
+pub fn py_str(text: &str) -> String {
+    serde_json::to_string(text).expect("a str serialises")
+}

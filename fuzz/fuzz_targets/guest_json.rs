@@ -1,0 +1,5 @@
+//! Fuzz target `guest_json`: the property is `codecell_fuzz::guest_json::check`'s (it runs real guests:
+//! build them first with `python3 wasm-guests/build.py --guest all`).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| codecell_fuzz::guest_json::check(data));

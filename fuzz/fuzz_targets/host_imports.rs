@@ -1,0 +1,5 @@
+//! Fuzz target `host_imports`: the property is `codecell_fuzz::host_imports::check`'s (it runs real guests:
+//! build them first with `python3 wasm-guests/build.py --guest all`).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| codecell_fuzz::host_imports::check(data));
