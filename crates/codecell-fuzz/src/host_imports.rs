@@ -108,7 +108,7 @@ pub fn catalog() -> &'static Catalog {
 /// The snippet that makes `ops`' calls and prints one line per call: `TAG ok JSON` or
 /// `TAG err EXCEPTION`, the concurrent calls last, in input order.
 pub fn snippet(ops: &[Op]) -> String {
-    let mut code = String::from(
+    let mut code = format!(
         "import json\n\
          def _show(tag, f):\n\
          \x20   try:\n\
@@ -118,7 +118,7 @@ pub fn snippet(ops: &[Op]) -> String {
          \x20   else:\n\
          \x20       _ok(tag, r)\n\
          def _ok(tag, r):\n\
-         \x20   print(tag, 'ok', json.dumps([len(r), r[:64]] if isinstance(r, str) else r))\n",
+         \x20   print(tag, 'ok', json.dumps([len(r), r[:{READ_PREFIX_CHARS}]] if isinstance(r, str) else r))\n",
     );
     let mut concurrent = Vec::new();
     for op in ops {
