@@ -328,6 +328,34 @@ except ToolError as e:
             "refused: True\nsecond refused as circular: False\n"
         );
     }
+
+    /// serde_json's default float parser is off by an ulp on some inputs, on the host (the
+    /// guest's arguments) and in the RustPython guest (tool results): `1.2345678901234563e29`
+    /// came back from an echo tool as `1.2345678901234564e29` (found by the `guest_json` fuzz
+    /// target). Both sides now parse with `float_roundtrip`.
+    #[tokio::test]
+    async fn floats_cross_the_host_boundary_and_back_exactly() {
+        let catalog = codecell::Catalog::builder()
+            .tool(
+                "num",
+                codecell::ToolSpec::new("echo", "Echo.", serde_json::json!({"type": "object"})),
+                codecell::handler_fn(Ok),
+            )
+            .build()
+            .unwrap();
+        let code = "xs = [1.2345678901234563e29, 123456789012345621087394567890.0, 0.1, 5e-324, 2.2250738585072014e-308, 9007199254740993.0]\n\
+            back = call_tool('num', 'echo', xs=xs)['xs']\n\
+            print([a == b for a, b in zip(xs, back)], repr(back[0]))\n";
+        let outcome = codecell_tests::engine(GUEST)
+            .run_snippet(code, Some(catalog), &Limits::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.stdout,
+            "[True, True, True, True, True, True] 1.2345678901234563e+29\n",
+            "{outcome:#?}"
+        );
+    }
 }
 
 /// `code` indented one level, to sit in a `try:` block.
