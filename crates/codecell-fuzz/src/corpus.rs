@@ -58,11 +58,12 @@ const HOSTILE_PATHS: [&str; 10] = [
 ];
 
 /// Values whose round trip through a guest's JSON codec is easy to get wrong.
-const AWKWARD_JSON: [&str; 12] = [
+const AWKWARD_JSON: [&str; 13] = [
     // Found by the guest_json target: RustPython's decoder (serde_json without float_roundtrip)
-    // read both as 1.2345678901234564e29, one ulp off.
+    // read the first two as 1.2345678901234564e29 and the third as 1.234567890146785e47, ulps off.
     "123456789012345621087394567890",
     "1.2345678901234563e29",
+    "123456789014678523901234567890123456789012347890",
     "18446744073709551615",
     "-9223372036854775808",
     "123456789012345678901234567890",
