@@ -17,7 +17,8 @@
 //! | [`guest_json::check`] | JSON text | a tool result decoded by each guest and sent back as an argument arrives unchanged |
 //!
 //! The last two drive real guests ([`guest_run`]: one engine per guest per process), so they
-//! need the guests built (`python3 wasm-guests/build.py --guest all`).
+//! need the guests built (`python3 wasm-guests/build.py --guest all`) and the `engine` feature
+//! (on by default).
 //!
 //! The differential fuzzer's pure half is here too: the program [`generator`], the [`oracle`]
 //! that compares native python3 with both guests, and the statement-level [`reduce`]r. The
@@ -27,8 +28,11 @@ pub mod canonical_json;
 pub mod catalog;
 pub mod corpus;
 pub mod generator;
+#[cfg(feature = "engine")]
 pub mod guest_json;
+#[cfg(feature = "engine")]
 pub mod guest_run;
+#[cfg(feature = "engine")]
 pub mod host_imports;
 pub mod manifest_store;
 pub mod oracle;

@@ -1,7 +1,7 @@
 //! Every fuzz oracle over its seed corpus: a property broken by a known input fails here, in
 //! the ordinary test suite, not only under cargo-fuzz.
 
-use codecell_fuzz::corpus::{TARGETS, check, seeds};
+use codecell_fuzz::corpus::{TARGETS, check, mutants, seeds};
 
 #[test]
 fn every_oracle_holds_on_its_seed_corpus() {
@@ -12,6 +12,38 @@ fn every_oracle_holds_on_its_seed_corpus() {
             check(target, seed);
         }
     }
+}
+
+/// Mutants per target: a few seconds for the engine-driven targets (both guests, a fresh
+/// instance each), far less for the pure ones.
+const MUTANTS: usize = 200;
+
+#[test]
+fn every_oracle_holds_on_mutants_of_its_seeds() {
+    // A fixed seed: a failure here is the same input on every run (printed by the panic).
+    for (i, target) in TARGETS.into_iter().enumerate() {
+        for input in mutants(&seeds(target), MUTANTS, 0x5eed + i as u64) {
+            let caught = std::panic::catch_unwind(|| check(target, &input));
+            if let Err(panic) = caught {
+                let text = String::from_utf8_lossy(&input);
+                eprintln!("{target}: the oracle failed on the mutant {text:?} ({input:?})");
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+}
+
+#[test]
+fn mutants_are_reproducible_and_differ_from_their_seeds() {
+    let seeds = seeds("canonical_json");
+    let first = mutants(&seeds, 50, 7);
+    assert_eq!(first, mutants(&seeds, 50, 7));
+    assert_ne!(first, mutants(&seeds, 50, 8));
+    let changed = first.iter().filter(|m| !seeds.contains(m)).count();
+    assert!(
+        changed >= 40,
+        "only {changed} of 50 mutants differ from every seed"
+    );
 }
 
 #[test]
