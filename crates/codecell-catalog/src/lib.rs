@@ -85,6 +85,9 @@ pub use file::{
 };
 pub use handler::{Handler, HandlerFuture, async_handler_fn, handler_fn};
 pub use path::{MAX_PATH_BYTES, MAX_PATH_SEGMENTS, TreePath};
+/// A double-quoted Python string literal for any text: what stubs quote names and descriptions
+/// with (control, bidirectional and invisible characters escaped).
+pub use pylit::string as py_string;
 pub use schema::{
     MAX_PATTERNS, MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH, PATTERN_SIZE_LIMIT, depth as json_depth,
 };

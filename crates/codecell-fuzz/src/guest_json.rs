@@ -44,7 +44,7 @@ pub fn check(data: &[u8]) {
     let Ok(value) = serde_json::from_str::<Value>(text) else {
         return;
     };
-    for guest in guest_run::guests() {
+    for &guest in guest_run::guests() {
         let taken = Arc::new(Mutex::new(None));
         let outcome = guest_run::run(guest, ROUND_TRIP, &catalog(value.clone(), taken.clone()));
         assert!(

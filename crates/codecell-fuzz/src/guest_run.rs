@@ -26,7 +26,7 @@ fn engines() -> &'static Engines {
             .expect("a tokio runtime");
         let engines = {
             let _entered = runtime.enter();
-            ALL_GUESTS
+            guests()
                 .iter()
                 .map(|&guest| {
                     let engine = Engine::builder().guest(guest).build().unwrap_or_else(|e| {
@@ -41,14 +41,18 @@ fn engines() -> &'static Engines {
 }
 
 /// The guests an oracle runs on: both, unless `CODECELL_FUZZ_GUEST` names one (`cpython` or
-/// `rustpython`), to spend a long fuzz run on one guest's boundary.
-pub fn guests() -> Vec<GuestKind> {
-    let only = std::env::var("CODECELL_FUZZ_GUEST").ok();
-    ALL_GUESTS
-        .iter()
-        .copied()
-        .filter(|g| only.as_deref().is_none_or(|o| g.name() == o))
-        .collect()
+/// `rustpython`), to spend a long fuzz run on one guest's boundary. Read once per process; only
+/// these guests' engines are loaded.
+pub fn guests() -> &'static [GuestKind] {
+    static GUESTS: OnceLock<Vec<GuestKind>> = OnceLock::new();
+    GUESTS.get_or_init(|| {
+        let only = std::env::var("CODECELL_FUZZ_GUEST").ok();
+        ALL_GUESTS
+            .iter()
+            .copied()
+            .filter(|g| only.as_deref().is_none_or(|o| g.name() == o))
+            .collect()
+    })
 }
 
 /// Runs `code` on `guest` in a fresh instance with `catalog` behind the host imports; panics
@@ -59,7 +63,7 @@ pub fn run(guest: GuestKind, code: &str, catalog: &Catalog) -> Outcome {
         .engines
         .iter()
         .find(|(g, _)| *g == guest)
-        .expect("every guest has an engine")
+        .unwrap_or_else(|| panic!("{guest:?} is not among the guests CODECELL_FUZZ_GUEST selects"))
         .1;
     let limits = Limits {
         max_output_bytes: ORACLE_OUTPUT_BYTES,
@@ -73,9 +77,4 @@ pub fn run(guest: GuestKind, code: &str, catalog: &Catalog) -> Outcome {
 /// Awaits `future` on the oracles' runtime (a handler called directly, for the expected value).
 pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     engines().runtime.block_on(future)
-}
-
-/// `text` as a Python string literal (JSON's escapes are all valid in Python).
-pub fn py_str(text: &str) -> String {
-    serde_json::to_string(text).expect("a str serialises")
 }

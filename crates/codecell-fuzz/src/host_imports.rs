@@ -13,7 +13,8 @@
 //! reorders anything, every refusal is an exception the snippet can catch, and the run ends
 //! `ok`.
 
-use crate::guest_run::{self, py_str};
+use crate::guest_run;
+use codecell_catalog::py_string as py_str;
 use codecell_catalog::{Catalog, HandlerError, ToolSpec, handler_fn};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -223,7 +224,7 @@ pub fn check(data: &[u8]) {
     let mut order: Vec<&Op> = ops.iter().filter(|op| !is_concurrent(op)).collect();
     order.extend(ops.iter().filter(|op| is_concurrent(op)));
     let wanted: Vec<_> = order.iter().map(|op| expected(op)).collect();
-    for guest in guest_run::guests() {
+    for &guest in guest_run::guests() {
         let outcome = guest_run::run(guest, &code, catalog());
         assert!(
             outcome.is_ok(),
