@@ -139,6 +139,7 @@ fn host_calls() -> Vec<Vec<u8>> {
 /// duplicated, a splice with another seed). `cargo test` runs every oracle over these, the
 /// brief fuzzing of each submission that needs no instrumented build.
 pub fn mutants(seeds: &[Vec<u8>], count: usize, rng_seed: u64) -> Vec<Vec<u8>> {
+    assert!(!seeds.is_empty(), "mutants of no seeds");
     let mut rng = crate::generator::Rng::new(rng_seed);
     let mut below = |n: usize| rng.below(n.max(1) as u64) as usize;
     // Bytes the parsers branch on, besides random ones.

@@ -47,11 +47,17 @@ pub fn guests() -> &'static [GuestKind] {
     static GUESTS: OnceLock<Vec<GuestKind>> = OnceLock::new();
     GUESTS.get_or_init(|| {
         let only = std::env::var("CODECELL_FUZZ_GUEST").ok();
-        ALL_GUESTS
+        let guests: Vec<GuestKind> = ALL_GUESTS
             .iter()
             .copied()
             .filter(|g| only.as_deref().is_none_or(|o| g.name() == o))
-            .collect()
+            .collect();
+        // A misspelt name must not turn every check into a check of nothing.
+        assert!(
+            !guests.is_empty(),
+            "CODECELL_FUZZ_GUEST={only:?} names no guest: cpython or rustpython"
+        );
+        guests
     })
 }
 
