@@ -20,7 +20,7 @@ const MUTANTS: usize = 200;
 
 #[test]
 fn every_oracle_holds_on_mutants_of_its_seeds() {
-    // A fixed seed: a failure here is the same input on every run (printed by the panic).
+    // A fixed seed: a failure here is the same input on every run (printed when it fails).
     for (i, target) in TARGETS.into_iter().enumerate() {
         for input in mutants(&seeds(target), MUTANTS, 0x5eed + i as u64) {
             let caught = std::panic::catch_unwind(|| check(target, &input));
