@@ -89,4 +89,8 @@ fn canonical_json_holds_on_escapes_huge_floats_and_big_integers() {
     codecell_fuzz::canonical_json::check(br#"{"b": [1, 2.5, "\u00e9"], "a": null}"#);
     codecell_fuzz::canonical_json::check(b"1e400");
     codecell_fuzz::canonical_json::check(b"123456789012345678901234567890");
+    // Past f64's range: canonical JSON keeps it, serde_json refuses it (found by the fuzzer).
+    let huge = format!("{}1", "9".repeat(482));
+    codecell_fuzz::canonical_json::check(huge.as_bytes());
+    codecell_fuzz::canonical_json::check(format!("[{huge}, -{huge}]").as_bytes());
 }
