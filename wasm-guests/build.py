@@ -121,7 +121,7 @@ def build_rustpython(force: bool) -> None:
     crate = GUESTS / "rustpython"
     # Cargo's own output (target/rustpython-guest) never lies under the hashed folders.
     inputs = [GUESTS / "wit", GUESTS / "common", crate / "src", crate / "py", crate / "Cargo.toml", crate / "Cargo.lock",
-              crate / "build.rs"]
+              crate / "build.rs", ROOT / "vendor" / "rustpython-vm", ROOT / "vendor" / "rustpython-stdlib"]
     digest = hash_inputs(inputs, rustc_version() + "\0" + RUST_TARGET)
     if not force and up_to_date(wasm, digest):
         log(f"{wasm.relative_to(ROOT)} is up to date")
