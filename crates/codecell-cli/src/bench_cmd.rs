@@ -468,6 +468,17 @@ async fn bench_guest(
         Row::of("tool_call", "us", &each)
             .noted("one call_tool('bench', 'add', a, b) round trip, timed in the guest"),
     );
+    let awaited: Vec<f64> = bench
+        .seconds(engine, &kernels::tool_calls_awaited_each(plan.calls))
+        .await?
+        .iter()
+        .map(|s| s * 1e6)
+        .collect();
+    rows.push(
+        Row::of("tool_call_awaited", "us", &awaited)
+            .relative_to(median(&each))
+            .noted("the same call awaited (call_tool_async), one at a time; ratio: ÷ tool_call"),
+    );
     let mut blocks = Vec::new();
     for _ in 0..plan.blocks {
         blocks.extend(

@@ -96,6 +96,20 @@ pub fn tool_calls_each(calls: usize) -> String {
     )
 }
 
+/// [`tool_calls_each`] with each call awaited (`call_tool_async`, top-level await): a start and a
+/// wait through the host instead of one synchronous call.
+pub fn tool_calls_awaited_each(calls: usize) -> String {
+    format!(
+        "import json, time\n\
+         times = []\n\
+         for i in range({calls}):\n    \
+             t = time.perf_counter()\n    \
+             await call_tool_async('bench', 'add', a=i, b=1)\n    \
+             times.append(time.perf_counter() - t)\n\
+         print(json.dumps(times))\n"
+    )
+}
+
 /// A snippet timing one block of `calls` calls of `bench.add`, printing its seconds.
 pub fn tool_calls_block(calls: usize) -> String {
     format!(

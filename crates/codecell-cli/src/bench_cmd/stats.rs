@@ -20,7 +20,8 @@ pub struct Row {
     pub samples: usize,
     /// The same workload's median on native `python3`, when it was run.
     pub native: Option<f64>,
-    /// `median / native` (or, for `*_vs_*` rows, the A/B ratio).
+    /// `median / native` (or, for `*_vs_*` rows, the A/B ratio; for rows made with
+    /// [`Row::relative_to`], median ÷ the baseline its note names).
     pub ratio: Option<f64>,
     /// Why a figure is missing, or how to read it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -58,6 +59,15 @@ impl Row {
         self.native = native;
         self.ratio = match (self.median, native) {
             (Some(guest), Some(native)) if native > 0.0 => Some(guest / native),
+            _ => None,
+        };
+        self
+    }
+
+    /// This row's ratio to another row's median `baseline` (native stays unset).
+    pub fn relative_to(mut self, baseline: Option<f64>) -> Row {
+        self.ratio = match (self.median, baseline) {
+            (Some(this), Some(base)) if base > 0.0 => Some(this / base),
             _ => None,
         };
         self

@@ -4,13 +4,14 @@ use crate::common::codecell;
 use serde_json::Value;
 
 /// The rows a harness reads, each present for every guest.
-const ROWS: [&str; 19] = [
+const ROWS: [&str; 20] = [
     "fresh_run",
     "fresh_run_after_10ms",
     "fresh_run_fuel",
     "memory_per_live_instance",
     "memory_per_idle_slot",
     "tool_call",
+    "tool_call_awaited",
     "tool_calls_100",
     "loop_1e6",
     "loop_1e6_fuel",
@@ -73,6 +74,14 @@ fn bench_json_quick_has_every_row_for_both_guests() {
                 assert!(row["ratio"].as_f64().is_some_and(|r| r > 0.0), "{row}");
             }
         }
+        let awaited = rows
+            .iter()
+            .find(|r| r["name"] == "tool_call_awaited")
+            .unwrap();
+        assert!(
+            awaited["ratio"].as_f64().is_some_and(|r| r > 0.0),
+            "{awaited}"
+        );
         let fresh = rows.iter().find(|r| r["name"] == "fresh_run").unwrap();
         assert!(fresh["samples"].as_u64().unwrap() >= 3, "{fresh}");
     }
