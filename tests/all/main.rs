@@ -3,6 +3,7 @@
 
 mod asyncio;
 mod attacks;
+mod batch_bounds;
 mod code_mode;
 mod differential;
 mod dynamic_tools;

@@ -1,14 +1,16 @@
 //! Batch runs: a stream of programs in, a stream of outcomes out, a bounded number in flight.
 //!
 //! [`run_batch`] takes programs from a bounded channel and gives back a channel of outcomes. At
-//! most `concurrency` programs are running or waiting to be collected at any time, and both
-//! channels are bounded, so memory stays flat however long the input is: a producer that reads
-//! a file line by line blocks once the batch is `concurrency` programs ahead of the consumer.
-//! Every program runs in a fresh instance, exactly as [`Engine::run_snippet`].
+//! most `concurrency` programs run at once, and at most `2 × concurrency` are running or
+//! finished and waiting to be collected; both channels are bounded, so memory stays flat however
+//! long the input is: a producer that reads a file line by line blocks once the batch is that
+//! far ahead of the consumer. The second `concurrency` places let a run start while earlier
+//! outcomes are still on their way out. Every program runs in a fresh instance, exactly as
+//! [`Engine::run_snippet`].
 //!
-//! In order mode a finished program waits (holding its place in flight) until every program
-//! before it has been handed out, so one slow program holds the others back by at most
-//! `concurrency` programs; in completion order each outcome is handed out as soon as it exists.
+//! In order mode a finished program waits (holding its place) until every program before it has
+//! been handed out, so one slow program holds the others back by at most `2 × concurrency`
+//! programs; in completion order each outcome is handed out as soon as it exists.
 
 use crate::engine::Engine;
 use crate::error::EngineError;
@@ -17,7 +19,7 @@ use crate::outcome::Outcome;
 use codecell_catalog::Catalog;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// One program of a batch: what to run and where.
 #[derive(Debug, Clone)]
@@ -45,7 +47,7 @@ pub enum BatchItem {
 /// How a batch is run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchOptions {
-    /// How many programs may be in flight at once (at least 1).
+    /// How many programs run at once (at least 1).
     pub concurrency: usize,
     /// Hand outcomes out in input order (default: completion order).
     pub ordered: bool,
@@ -66,30 +68,31 @@ impl Default for BatchOptions {
 /// Must be called inside a tokio runtime with timers enabled. Dropping the returned receiver
 /// stops the batch: programs in flight finish, nothing more is taken from `items`.
 pub fn run_batch<T: Send + 'static>(
-    mut items: mpsc::Receiver<(T, BatchItem)>,
+    items: mpsc::Receiver<(T, BatchItem)>,
     options: BatchOptions,
 ) -> mpsc::Receiver<(T, Result<Outcome, EngineError>)> {
     let concurrency = options.concurrency.max(1);
     let (out_tx, out_rx) = mpsc::channel(concurrency);
     let (done_tx, mut done_rx) = mpsc::channel::<Done<T>>(concurrency);
-    let in_flight = Arc::new(Semaphore::new(concurrency));
-    // The feeder: takes an item only when a place in flight is free, and starts it.
-    tokio::spawn(async move {
-        let mut seq = 0u64;
-        loop {
-            let Ok(permit) = in_flight.clone().acquire_owned().await else {
-                break;
-            };
-            if done_tx.is_closed() {
-                break; // the receiver of outcomes went away
-            }
-            let Some((tag, item)) = items.recv().await else {
-                break;
-            };
-            let done_tx = done_tx.clone();
-            let this = seq;
-            seq += 1;
-            tokio::spawn(async move {
+    let places = Arc::new(Semaphore::new(concurrency.saturating_mul(2)));
+    let items = Arc::new(Mutex::new(Numbered { items, next: 0 }));
+    // `concurrency` runners, each taking the next item as soon as its last run ends: starting a
+    // run costs no hop between tasks. With runs of a fraction of a millisecond, a feeder that
+    // spawned a task per program, woken only once an outcome was handed out, left the cores idle
+    // between runs (docs/batch-and-fuzzing.md).
+    for _ in 0..concurrency {
+        let (items, places, done_tx) = (items.clone(), places.clone(), done_tx.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok(place) = places.clone().acquire_owned().await else {
+                    break;
+                };
+                if done_tx.is_closed() {
+                    break; // the receiver of outcomes went away
+                }
+                let Some((seq, tag, item)) = items.lock().await.next().await else {
+                    break;
+                };
                 let result = match item {
                     BatchItem::Ready(result) => result,
                     BatchItem::Run(run) => {
@@ -98,19 +101,21 @@ pub fn run_batch<T: Send + 'static>(
                             .await
                     }
                 };
-                let _ = done_tx
-                    .send(Done {
-                        seq: this,
-                        tag,
-                        result,
-                        _permit: permit,
-                    })
-                    .await;
-            });
-        }
-    });
-    // The collector: hands results out, in input order when asked; a result's place in flight
-    // is given back only once it has been handed out.
+                let done = Done {
+                    seq,
+                    tag,
+                    result,
+                    _place: place,
+                };
+                if done_tx.send(done).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    drop(done_tx);
+    // The collector: hands results out, in input order when asked; a result's place is given
+    // back only once it has been handed out.
     tokio::spawn(async move {
         let mut next = 0u64;
         let mut waiting: BTreeMap<u64, Done<T>> = BTreeMap::new();
@@ -133,10 +138,26 @@ pub fn run_batch<T: Send + 'static>(
     out_rx
 }
 
-/// A finished program, holding its place in flight until it is handed out.
+/// The batch's input, numbering items in the order they are taken (input order).
+struct Numbered<T> {
+    items: mpsc::Receiver<(T, BatchItem)>,
+    next: u64,
+}
+
+impl<T> Numbered<T> {
+    /// The next item and its number.
+    async fn next(&mut self) -> Option<(u64, T, BatchItem)> {
+        let (tag, item) = self.items.recv().await?;
+        let seq = self.next;
+        self.next += 1;
+        Some((seq, tag, item))
+    }
+}
+
+/// A finished program, holding its place until it is handed out.
 struct Done<T> {
     seq: u64,
     tag: T,
     result: Result<Outcome, EngineError>,
-    _permit: OwnedSemaphorePermit,
+    _place: OwnedSemaphorePermit,
 }
