@@ -69,14 +69,15 @@ fn start(
 }
 
 codecell_tests::for_each_guest! {
-    /// Twelve programs that each hold a tool call for 40 ms, three at a time: never more than
-    /// three calls at once, and more than one (the runs do overlap); every outcome arrives.
+    /// Twelve programs that each hold a tool call for 200 ms (long beside a fresh run, even
+    /// under Wine), three at a time: never more than three calls at once, and more than one (the
+    /// runs do overlap); every outcome arrives.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn at_most_concurrency_programs_run_at_once() {
         let gauge = Arc::new(Gauge::default());
         let catalog = holding_catalog(gauge.clone());
         let options = BatchOptions { concurrency: 3, ordered: false };
-        let mut outcomes = start(GUEST, &catalog, 12, 40, options);
+        let mut outcomes = start(GUEST, &catalog, 12, 200, options);
         let mut seen = Vec::new();
         while let Some((i, result)) = outcomes.recv().await {
             let outcome = result.expect("ran");
@@ -98,7 +99,13 @@ codecell_tests::for_each_guest! {
         let catalog = holding_catalog(gauge.clone());
         let options = BatchOptions { concurrency: 2, ordered: true };
         let mut outcomes = start(GUEST, &catalog, 20, 0, options);
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // Until both runners have started a program (however slow the machine), then long
+        // enough for a batch without a bound to run ahead.
+        let waited = std::time::Instant::now();
+        while gauge.started.load(Ordering::SeqCst) < 2 && waited.elapsed() < Duration::from_secs(60) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(1000)).await;
         let started = gauge.started.load(Ordering::SeqCst);
         assert!((2..=6).contains(&started), "{started} programs started unread");
         let mut seen = Vec::new();
