@@ -85,26 +85,23 @@ pub fn program(kernel: &Kernel, size: usize, reps: usize) -> String {
 
 /// A snippet making `calls` calls of `bench.add`, printing each call's seconds.
 pub fn tool_calls_each(calls: usize) -> String {
-    format!(
-        "import json, time\n\
-         times = []\n\
-         for i in range({calls}):\n    \
-             t = time.perf_counter()\n    \
-             call_tool('bench', 'add', a=i, b=1)\n    \
-             times.append(time.perf_counter() - t)\n\
-         print(json.dumps(times))\n"
-    )
+    each_timed(calls, "call_tool('bench', 'add', a=i, b=1)")
 }
 
 /// [`tool_calls_each`] with each call awaited (`call_tool_async`, top-level await): a start and a
 /// wait through the host instead of one synchronous call.
 pub fn tool_calls_awaited_each(calls: usize) -> String {
+    each_timed(calls, "await call_tool_async('bench', 'add', a=i, b=1)")
+}
+
+/// A snippet running `statement` `calls` times (with `i` the count), printing each one's seconds.
+fn each_timed(calls: usize, statement: &str) -> String {
     format!(
         "import json, time\n\
          times = []\n\
          for i in range({calls}):\n    \
              t = time.perf_counter()\n    \
-             await call_tool_async('bench', 'add', a=i, b=1)\n    \
+             {statement}\n    \
              times.append(time.perf_counter() - t)\n\
          print(json.dumps(times))\n"
     )
