@@ -248,6 +248,16 @@ impl Bench {
             .ok_or_else(|| Failure::host(format!("a benchmark program printed {stdout:?}")))
     }
 
+    /// The seconds a program printed, in microseconds.
+    async fn microseconds(&self, engine: &Engine, code: &str) -> Result<Vec<f64>, Failure> {
+        Ok(self
+            .seconds(engine, code)
+            .await?
+            .iter()
+            .map(|s| s * 1e6)
+            .collect())
+    }
+
     /// Wall-clock milliseconds of each of `count` fresh runs of `print(1+1)`, `gap` apart.
     async fn fresh(
         &self,
@@ -458,22 +468,16 @@ async fn bench_guest(
     let (live, idle) = bench.memory(plan).await?;
     rows.extend([live, idle]);
 
-    let each: Vec<f64> = bench
-        .seconds(engine, &kernels::tool_calls_each(plan.calls))
-        .await?
-        .iter()
-        .map(|s| s * 1e6)
-        .collect();
+    let each = bench
+        .microseconds(engine, &kernels::tool_calls_each(plan.calls))
+        .await?;
     rows.push(
         Row::of("tool_call", "us", &each)
             .noted("one call_tool('bench', 'add', a, b) round trip, timed in the guest"),
     );
-    let awaited: Vec<f64> = bench
-        .seconds(engine, &kernels::tool_calls_awaited_each(plan.calls))
-        .await?
-        .iter()
-        .map(|s| s * 1e6)
-        .collect();
+    let awaited = bench
+        .microseconds(engine, &kernels::tool_calls_awaited_each(plan.calls))
+        .await?;
     rows.push(
         Row::of("tool_call_awaited", "us", &awaited)
             .relative_to(median(&each))
