@@ -92,28 +92,42 @@ codecell_tests::for_each_guest! {
 
     /// A consumer that reads nothing: the batch starts at most three times its concurrency
     /// (two places per runner inside the batch, one in the channel it hands outcomes to), then
-    /// waits; once read, every program runs, in input order when asked.
+    /// waits; once read, every program runs, in input order when asked. Both orders: in
+    /// completion order the runners hand outcomes out themselves, with no collector between.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_consumer_that_does_not_read_holds_the_batch_back() {
-        let gauge = Arc::new(Gauge::default());
-        let catalog = holding_catalog(gauge.clone());
-        let options = BatchOptions { concurrency: 2, ordered: true };
-        let mut outcomes = start(GUEST, &catalog, 20, 0, options);
-        // Until both runners have started a program (however slow the machine), then long
-        // enough for a batch without a bound to run ahead.
-        let waited = std::time::Instant::now();
-        while gauge.started.load(Ordering::SeqCst) < 2 && waited.elapsed() < Duration::from_secs(60) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        for ordered in [true, false] {
+            let gauge = Arc::new(Gauge::default());
+            let catalog = holding_catalog(gauge.clone());
+            let options = BatchOptions {
+                concurrency: 2,
+                ordered,
+            };
+            let mut outcomes = start(GUEST, &catalog, 20, 0, options);
+            // Until both runners have started a program (however slow the machine), then long
+            // enough for a batch without a bound to run ahead.
+            let waited = std::time::Instant::now();
+            while gauge.started.load(Ordering::SeqCst) < 2
+                && waited.elapsed() < Duration::from_secs(60)
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+            let started = gauge.started.load(Ordering::SeqCst);
+            assert!(
+                (2..=6).contains(&started),
+                "ordered {ordered}: {started} programs started unread"
+            );
+            let mut seen = Vec::new();
+            while let Some((i, result)) = outcomes.recv().await {
+                assert_eq!(result.expect("ran").stdout, "0\n");
+                seen.push(i);
+            }
+            if !ordered {
+                seen.sort_unstable();
+            }
+            assert_eq!(seen, (0..20).collect::<Vec<_>>(), "ordered {ordered}");
+            assert_eq!(gauge.started.load(Ordering::SeqCst), 20);
         }
-        tokio::time::sleep(Duration::from_millis(1000)).await;
-        let started = gauge.started.load(Ordering::SeqCst);
-        assert!((2..=6).contains(&started), "{started} programs started unread");
-        let mut seen = Vec::new();
-        while let Some((i, result)) = outcomes.recv().await {
-            assert_eq!(result.expect("ran").stdout, "0\n");
-            seen.push(i);
-        }
-        assert_eq!(seen, (0..20).collect::<Vec<_>>());
-        assert_eq!(gauge.started.load(Ordering::SeqCst), 20);
     }
 }

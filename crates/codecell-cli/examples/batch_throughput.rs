@@ -9,7 +9,7 @@
 //!  target/debug/examples/batch_throughput [--monty target/monty-venv/bin/python]`
 //! Each figure is the median of three rounds; the machine is noisy, so compare within one run.
 
-use codecell::{BatchItem, BatchOptions, BatchRun, Engine, GuestKind, Limits, run_batch};
+use codecell::{BatchItem, BatchOptions, BatchRun, Engine, GuestKind, Limits, Metering, run_batch};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -167,9 +167,28 @@ fn main() {
             .max_concurrent_runs(65)
             .build()
             .expect("guest built: python3 wasm-guests/build.py --guest all");
+        // `codecell batch` meters fuel (its outcomes' fuel_used are compared run against run), so
+        // its baseline is the engine alone with the same metering; the epoch figure is beside it.
+        let fuel_engine = Engine::builder()
+            .guest(guest)
+            .metering(Metering::Fuel)
+            .max_concurrent_runs(65)
+            .build()
+            .expect("guest built");
         in_process_rate(&rt, &engine, 1); // warm-up: compiled guest loaded, pool pages touched
-        let alone_1 = median((0..3).map(|_| in_process_rate(&rt, &engine, 1)).collect());
-        let alone_2 = median((0..3).map(|_| in_process_rate(&rt, &engine, 2)).collect());
+        in_process_rate(&rt, &fuel_engine, 1);
+        let alone_1 = median(
+            (0..3)
+                .map(|_| in_process_rate(&rt, &fuel_engine, 1))
+                .collect(),
+        );
+        let alone_2 = median(
+            (0..3)
+                .map(|_| in_process_rate(&rt, &fuel_engine, 2))
+                .collect(),
+        );
+        let epoch_1 = median((0..3).map(|_| in_process_rate(&rt, &engine, 1)).collect());
+        let epoch_2 = median((0..3).map(|_| in_process_rate(&rt, &engine, 2)).collect());
         let cli_1 = median((0..3).map(|_| cli_rate(input.path(), guest, 1)).collect());
         let cli_2 = median((0..3).map(|_| cli_rate(input.path(), guest, 2)).collect());
         let gen_1 = median((0..3).map(|r| generated_rate(&rt, &engine, 1, r)).collect());
@@ -180,7 +199,10 @@ fn main() {
         );
         let mem = memory_per_instance(&rt, &engine);
         println!(
-            "{guest}: engine alone {alone_1:.0} runs/s one at a time, {alone_2:.0} two at once"
+            "{guest}: engine alone, fuel-metered as the batch: {alone_1:.0} runs/s one at a time, {alone_2:.0} two at once"
+        );
+        println!(
+            "{guest}: engine alone, epoch-metered (the default): {epoch_1:.0} runs/s one at a time, {epoch_2:.0} two at once"
         );
         println!(
             "{guest}: codecell batch --jobs 1 {cli_1:.0} runs/s, --jobs 2 {cli_2:.0} runs/s ({:.2}x jobs 1; {:.0}% of the engine alone two at once)",

@@ -18,6 +18,7 @@ use lines::{Entry, Programs};
 use progress::Progress;
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 #[derive(Args, Debug)]
@@ -36,6 +37,12 @@ pub struct BatchArgs {
     sandbox: SandboxArgs,
 }
 
+/// Programs the reader may be ahead of the runs, at the least. `run_batch` takes what is waiting
+/// in one go, so the reader thread is woken once per handful of programs rather than once per
+/// program (a thread's wake-up can cost a context switch, and a run is a tenth of a
+/// millisecond). Memory stays bounded: programs are at most 1 MiB of code each.
+const READ_AHEAD: usize = 32;
+
 pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
     let jobs = args
         .jobs
@@ -50,7 +57,7 @@ pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
         catalog,
         jobs,
     )?;
-    let (tx, rx) = mpsc::channel(jobs.saturating_mul(2));
+    let (tx, rx) = mpsc::channel(jobs.saturating_mul(2).max(READ_AHEAD));
     // The reader: a thread of its own, so a slow file or stdin never holds up a runtime worker.
     let reader = std::thread::spawn(move || {
         for entry in programs {
@@ -60,33 +67,83 @@ pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
             }
         }
     });
-    let mut outcomes = run_batch(
+    let outcomes = run_batch(
         rx,
         BatchOptions {
             concurrency: jobs,
             ordered: args.ordered,
         },
     );
-    let mut progress = Progress::start();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut written = Ok(());
-    while let Some(((id, line), result)) = outcomes.recv().await {
-        let outcome = result.unwrap_or_else(|e| host_error(line, e));
-        progress.record(&outcome);
-        written = write_line(&mut out, &id, &outcome);
-        if written.is_ok() && outcomes.is_empty() {
-            written = out.flush().map_err(write_failure);
-        }
-        if written.is_err() {
-            break;
-        }
-    }
-    drop(outcomes);
-    written.and_then(|()| out.flush().map_err(write_failure))?;
+    // The writer: a task on the runtime's workers rather than this thread, so handing an outcome
+    // over wakes no other thread (one more context switch per run otherwise; run_batch's runner
+    // yields to it right after). Its writes block that worker while stdout does not drain; the
+    // runs then stop at the batch's bound on outcomes not yet handed out, as they would anyway.
+    // It writes outcomes out in bursts, at most QUIET after the last one (see write_outcomes).
+    let writer = tokio::spawn(write_outcomes(outcomes));
+    let (written, progress) = writer
+        .await
+        .map_err(|e| Failure::host(format!("the outcome writer failed: {e}")))?;
+    written?;
     let _ = reader.join();
     progress.finish();
     Ok(ExitCode::SUCCESS)
 }
+
+/// Outcome lines wait in the output buffer until no other outcome has come for this long (or the
+/// buffer is full, or the oldest has waited [`MOST_UNFLUSHED`]): a write per line costs the
+/// process reading them a wake-up per run, and runs take a tenth of a millisecond.
+const QUIET: Duration = Duration::from_millis(1);
+
+/// The longest an outcome line waits in the output buffer while others keep coming.
+const MOST_UNFLUSHED: Duration = Duration::from_millis(20);
+
+/// Writes every outcome as its line on stdout, counting it on the progress bar; stops at the
+/// first write that fails.
+async fn write_outcomes(mut outcomes: Outcomes) -> (Result<(), Failure>, Progress) {
+    let mut progress = Progress::start();
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    let mut oldest_unflushed: Option<Instant> = None;
+    let written = loop {
+        let next = match oldest_unflushed {
+            None => outcomes.recv().await,
+            Some(_) => match tokio::time::timeout(QUIET, outcomes.recv()).await {
+                Ok(next) => next,
+                Err(_quiet) => {
+                    oldest_unflushed = None;
+                    match out.flush() {
+                        Ok(()) => continue,
+                        Err(e) => break Err(write_failure(e)),
+                    }
+                }
+            },
+        };
+        let Some(((id, line), result)) = next else {
+            break Ok(());
+        };
+        let outcome = result.unwrap_or_else(|e| host_error(line, e));
+        progress.record(&outcome);
+        if let Err(e) = write_line(&mut out, &id, &outcome) {
+            break Err(e);
+        }
+        let since = *oldest_unflushed.get_or_insert_with(Instant::now);
+        if out.buffer().is_empty() {
+            oldest_unflushed = None; // the buffer filled and was written through
+        } else if since.elapsed() >= MOST_UNFLUSHED {
+            oldest_unflushed = None;
+            if let Err(e) = out.flush() {
+                break Err(write_failure(e));
+            }
+        }
+    };
+    drop(outcomes);
+    (
+        written.and_then(|()| out.flush().map_err(write_failure)),
+        progress,
+    )
+}
+
+/// The outcomes of `codecell batch`'s runs, tagged with each program's id and line number.
+type Outcomes = mpsc::Receiver<((serde_json::Value, u64), Result<Outcome, EngineError>)>;
 
 /// One output line: the program's id, then the `codecell run --json` fields.
 #[derive(serde::Serialize)]

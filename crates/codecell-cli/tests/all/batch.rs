@@ -327,3 +327,45 @@ fn memory_stays_flat_however_long_the_input_is() {
         );
     }
 }
+
+/// A harness that sends one program and waits for its outcome before sending the next: each
+/// outcome line reaches it while stdin is still open (outcomes are written out in bursts, but
+/// never held back waiting for more input).
+#[test]
+fn each_outcome_is_written_out_while_the_harness_waits_with_stdin_open() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codecell"))
+        .args(["batch", "--jobs", "2"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("codecell starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    for i in 0..3 {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"id": i, "code": format!("print({i} * 7)")})
+        )
+        .unwrap();
+        stdin.flush().unwrap();
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no outcome for program {i} while stdin is open"));
+        let got: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(got["id"], i, "{got}");
+        assert_eq!(got["stdout"], format!("{}\n", i * 7), "{got}");
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
