@@ -177,18 +177,15 @@ fn main() {
             .expect("guest built");
         in_process_rate(&rt, &engine, 1); // warm-up: compiled guest loaded, pool pages touched
         in_process_rate(&rt, &fuel_engine, 1);
-        let alone_1 = median(
-            (0..3)
-                .map(|_| in_process_rate(&rt, &fuel_engine, 1))
-                .collect(),
-        );
-        let alone_2 = median(
-            (0..3)
-                .map(|_| in_process_rate(&rt, &fuel_engine, 2))
-                .collect(),
-        );
-        let epoch_1 = median((0..3).map(|_| in_process_rate(&rt, &engine, 1)).collect());
-        let epoch_2 = median((0..3).map(|_| in_process_rate(&rt, &engine, 2)).collect());
+        let alone = |engine: &Engine, at_once| {
+            median(
+                (0..3)
+                    .map(|_| in_process_rate(&rt, engine, at_once))
+                    .collect(),
+            )
+        };
+        let (alone_1, alone_2) = (alone(&fuel_engine, 1), alone(&fuel_engine, 2));
+        let (epoch_1, epoch_2) = (alone(&engine, 1), alone(&engine, 2));
         let cli_1 = median((0..3).map(|_| cli_rate(input.path(), guest, 1)).collect());
         let cli_2 = median((0..3).map(|_| cli_rate(input.path(), guest, 2)).collect());
         let gen_1 = median((0..3).map(|r| generated_rate(&rt, &engine, 1, r)).collect());

@@ -40,7 +40,8 @@ pub struct BatchArgs {
 /// Programs the reader may be ahead of the runs, at the least. `run_batch` takes what is waiting
 /// in one go, so the reader thread is woken once per handful of programs rather than once per
 /// program (a thread's wake-up can cost a context switch, and a run is a tenth of a
-/// millisecond). Memory stays bounded: programs are at most 1 MiB of code each.
+/// millisecond). Memory stays bounded: at most twice this many programs wait (in the channel and
+/// taken by run_batch), each at most 1 MiB of code.
 const READ_AHEAD: usize = 32;
 
 pub async fn run(args: BatchArgs) -> Result<ExitCode, Failure> {
