@@ -104,6 +104,32 @@ codecell_tests::for_each_guest! {
         }
     }
 
+    /// Guards the parked epoch ticker: an engine that sat idle (its ticker parked, a warm
+    /// instance waiting) still stops the next busy run, on the warm instance, at its deadline.
+    #[tokio::test]
+    async fn a_busy_run_on_an_engine_that_sat_idle_is_stopped_at_its_deadline() {
+        let engine = codecell::Engine::builder()
+            .guest(GUEST)
+            .warm_instance(true)
+            .build()
+            .expect("the guest is built");
+        let first = engine.run_snippet("print(1)", None, &limits()).await.expect("runs");
+        assert_eq!(first.status(), Status::Ok, "{first:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let l = Limits {
+            deadline: Duration::from_millis(400),
+            ..limits()
+        };
+        let started = Instant::now();
+        let outcome = engine
+            .run_snippet("x = 0\nwhile True:\n    x += 1", None, &l)
+            .await
+            .expect("the host itself does not fail");
+        let took = started.elapsed();
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
+        assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
+    }
+
     #[tokio::test]
     async fn fuel_runs_out() {
         let l = Limits {

@@ -117,6 +117,23 @@ codecell_tests::for_each_guest! {
         assert_eq!(after.state, SessionState::Live);
     }
 
+    /// Guards the parked epoch ticker: a session idle between turns lets its engine's ticker
+    /// park, and a busy turn after the pause is still stopped at its deadline.
+    #[tokio::test]
+    async fn a_busy_turn_after_an_idle_pause_is_stopped_at_its_deadline() {
+        let engine = codecell::Engine::builder().guest(GUEST).build().expect("the guest is built");
+        let limits = Limits { deadline: Duration::from_millis(400), ..Limits::default() };
+        let mut s = Session::new(&engine, Some(catalog()), limits, SessionLimits::default())
+            .await
+            .expect("session starts");
+        turn(&mut s, "x = 1").await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = std::time::Instant::now();
+        let busy = turn(&mut s, "while True:\n    x += 1").await;
+        assert_eq!(busy.outcome.limit(), Some(LimitKind::Deadline), "{:#?}", busy.outcome);
+        assert!(started.elapsed() < Duration::from_millis(700), "took {:?}", started.elapsed());
+    }
+
     #[tokio::test]
     async fn the_memory_cap_holds_across_turns() {
         let limits = Limits { memory_bytes: 128 << 20, ..Limits::default() };

@@ -183,7 +183,7 @@ impl EngineBuilder {
                 warm: warm.then(|| Mutex::new(None)),
                 refilling: AtomicBool::new(false),
                 metering: self.metering,
-                _ticker: ticker,
+                ticker,
             }),
         })
     }

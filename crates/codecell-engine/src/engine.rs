@@ -36,8 +36,8 @@ pub(crate) struct Inner {
     pub(crate) refilling: AtomicBool,
     /// How running guests are metered.
     pub(crate) metering: Metering,
-    /// Advances the epoch while the engine lives (epoch metering only).
-    pub(crate) _ticker: Option<EpochTicker>,
+    /// Advances the epoch while a store of this engine is armed (epoch metering only).
+    pub(crate) ticker: Option<EpochTicker>,
 }
 
 /// The code-mode engine: cheap to clone, shared by every run in the process.
@@ -94,37 +94,39 @@ impl Engine {
         catalog: Option<Catalog>,
         limits: &Limits,
     ) -> Result<Store<RunState>, EngineError> {
-        new_store(&self.inner.wasmtime, catalog, limits)
+        store_with(
+            &self.inner.wasmtime,
+            RunState::new(limits, catalog),
+            limits,
+            self.inner.ticker.as_ref(),
+        )
     }
 }
 
-/// A store of `engine` whose data is a fresh [`RunState`], with the memory limiter installed and
-/// the run's fuel set; the pre-initialiser uses it too.
-pub(crate) fn new_store(
-    engine: &wasmtime::Engine,
-    catalog: Option<Catalog>,
-    limits: &Limits,
-) -> Result<Store<RunState>, EngineError> {
-    store_with(engine, RunState::new(limits, catalog), limits)
-}
-
-/// A store of `engine` over `state`, with the memory limiter installed and `limits`' fuel set.
+/// A store of `engine` over `state`, with the memory limiter installed and armed with `limits`
+/// (the pre-initialiser's fuel-metered engine has no `ticker`).
 pub(crate) fn store_with(
     engine: &wasmtime::Engine,
     state: RunState,
     limits: &Limits,
+    ticker: Option<&EpochTicker>,
 ) -> Result<Store<RunState>, EngineError> {
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
-    arm(&mut store, limits)?;
+    arm(&mut store, limits, ticker)?;
     Ok(store)
 }
 
 /// Arms a store for its run: with fuel metering, gives it the run's fuel and makes the guest
 /// yield every [`YIELD_FUEL`] units of it; with epoch metering, makes the guest yield at every
-/// epoch tick. Which one is read from the store itself (fuel is only readable when metered), so
-/// the engine's choice is the single source of truth.
-pub(crate) fn arm(store: &mut Store<RunState>, limits: &Limits) -> Result<(), EngineError> {
+/// epoch tick and holds `ticker` so that the epoch advances until the store is idle again
+/// ([`disarm`]) or dropped. Which metering is read from the store itself (fuel is only readable
+/// when metered), so the engine's choice is the single source of truth.
+pub(crate) fn arm(
+    store: &mut Store<RunState>,
+    limits: &Limits,
+    ticker: Option<&EpochTicker>,
+) -> Result<(), EngineError> {
     if store.get_fuel().is_ok() {
         store.set_fuel(limits.fuel)?;
         store.fuel_async_yield_interval(Some(YIELD_FUEL))?;
@@ -132,8 +134,15 @@ pub(crate) fn arm(store: &mut Store<RunState>, limits: &Limits) -> Result<(), En
         // Relative to the current epoch: the next tick yields, and each yield re-arms one more.
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
+        store.data_mut().ticking = ticker.map(EpochTicker::hold);
     }
     Ok(())
+}
+
+/// Lets the epoch stop for a store that will run no guest code until it is armed again (a warm
+/// instance waiting to be taken, a session between turns).
+pub(crate) fn disarm(store: &mut Store<RunState>) {
+    store.data_mut().ticking = None;
 }
 
 /// Fuel a finished run's guest used itself: 0 when the store is not fuel-metered.

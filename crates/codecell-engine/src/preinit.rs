@@ -79,7 +79,9 @@ fn preinitialize_here(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> 
         let linker = crate::config::linker(engine)?;
         let component = Component::new(engine, &instrumented)
             .map_err(|e| fail("compiling the instrumented guest", e))?;
-        let mut store = crate::engine::new_store(engine, None, &init_limits())?;
+        let limits = init_limits();
+        let state = crate::state::RunState::new(&limits, None);
+        let mut store = crate::engine::store_with(engine, state, &limits, None)?;
         let instance = linker
             .instantiate_async(&mut store, &component)
             .await

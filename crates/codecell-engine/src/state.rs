@@ -4,6 +4,7 @@ use crate::determinism::{VirtualClocks, make_deterministic};
 use crate::in_flight::InFlight;
 use crate::limits::Limits;
 use crate::memory_limit::MemoryLimiter;
+use crate::metering::Ticking;
 use crate::outcome::ToolCallRecord;
 use crate::output::CappedOutput;
 use crate::session::CallJournal;
@@ -32,6 +33,8 @@ pub(crate) struct RunState {
     pub(crate) journal: Option<CallJournal>,
     /// A seeded run's virtual clocks, which a wait for timers alone advances instead of sleeping.
     pub(crate) virtual_clocks: Option<VirtualClocks>,
+    /// The engine's epoch ticker, held while this store may run guest code (`engine::arm`).
+    pub(crate) ticking: Option<Ticking>,
 }
 
 impl RunState {
@@ -76,6 +79,7 @@ impl RunState {
             in_flight: InFlight::default(),
             journal: None,
             virtual_clocks,
+            ticking: None,
         }
     }
 }

@@ -38,7 +38,7 @@ impl Engine {
             // Its memory is already over this run's cap: let the caller instantiate afresh.
             return None;
         }
-        crate::engine::arm(&mut warm.store, limits).ok()?;
+        crate::engine::arm(&mut warm.store, limits, self.inner.ticker.as_ref()).ok()?;
         Some(warm)
     }
 
@@ -75,6 +75,7 @@ impl Engine {
         let slot = self.slot().await.ok()?;
         let mut store = self.new_store(None, &Limits::default()).ok()?;
         let sandbox = self.inner.pre.instantiate_async(&mut store).await.ok()?;
+        crate::engine::disarm(&mut store);
         Some(Warm {
             store,
             sandbox,

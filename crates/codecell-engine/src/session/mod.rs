@@ -34,7 +34,7 @@ pub use manager::{SessionManager, SessionManagerLimits};
 use crate::bindings::Sandbox;
 use crate::determinism::{make_deterministic, seed_random};
 use crate::ending::{self, GuestEnd, LimitStop, Returned};
-use crate::engine::{Engine, arm};
+use crate::engine::{Engine, arm, disarm};
 use crate::error::EngineError;
 use crate::limits::Limits;
 use crate::outcome::{LimitKind, Outcome, Status};
@@ -276,7 +276,7 @@ impl Session {
             // The cap stays the session's; only the "refused this turn" flag starts over.
             state.limiter.rearm(turn_limits.memory_bytes);
         }
-        arm(store, &turn_limits)?;
+        arm(store, &turn_limits, self.engine.inner.ticker.as_ref())?;
         let started = Instant::now();
         let deadline = started + turn_limits.deadline;
         store.data_mut().deadline = Some(deadline);
@@ -302,6 +302,7 @@ impl Session {
             ),
         };
         let duration = started.elapsed();
+        disarm(store);
         let guest_fuel = crate::engine::guest_fuel_used(store, &turn_limits);
         let state = store.data_mut();
         // Calls a turn started concurrently end with it: the next turn starts with none.
@@ -629,13 +630,15 @@ async fn instantiate(
         }
     });
     state.journal = Some(CallJournal::default());
-    let mut store = crate::engine::store_with(&engine.inner.wasmtime, state, &limits)?;
+    let ticker = engine.inner.ticker.as_ref();
+    let mut store = crate::engine::store_with(&engine.inner.wasmtime, state, &limits, ticker)?;
     let sandbox = match engine.inner.pre.instantiate_async(&mut store).await {
         Ok(sandbox) => sandbox,
         Err(error) => {
             return Err(cap_below_start(&store, &limits).unwrap_or(EngineError::Wasmtime(error)));
         }
     };
+    disarm(&mut store);
     Ok(Live {
         store,
         sandbox,
