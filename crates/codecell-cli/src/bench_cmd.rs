@@ -353,7 +353,7 @@ impl Bench {
         Ok(rates)
     }
 
-    /// Host RSS per run in flight (each holding a 1 MB string) and per idle slot afterwards.
+    /// Host memory per run in flight (each holding a 1 MB string) and per idle slot afterwards.
     async fn memory(&self, plan: &Plan) -> Result<(Row, Row), Failure> {
         const LIVE: &str = "memory_per_live_instance";
         const IDLE: &str = "memory_per_idle_slot";
@@ -405,10 +405,10 @@ impl Bench {
         let n = plan.in_flight;
         Ok((
             Row::of(LIVE, "MiB", &[memory::mib_each(before, live, n)]).noted(format!(
-                "host RSS added with {n} runs in flight, each holding a 1 MB string, ÷ {n}"
+                "host memory (proportional set size) added with {n} runs in flight, each holding a 1 MB string, ÷ {n}"
             )),
             Row::of(IDLE, "MiB", &[memory::mib_each(before, idle, n)]).noted(format!(
-                "host RSS still added once those {n} runs ended (slots kept by the pool), ÷ {n}"
+                "host memory (proportional set size) still added once those {n} runs ended (slots kept by the pool), ÷ {n}"
             )),
         ))
     }

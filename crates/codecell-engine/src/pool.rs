@@ -25,9 +25,11 @@ const MEMORIES_PER_COMPONENT: u32 = 2;
 const TABLES_PER_COMPONENT: u32 = 32;
 /// Elements per table: CPython's indirect-call table holds tens of thousands of functions.
 const TABLE_ELEMENTS: usize = 200_000;
-/// How much of a linear memory is kept resident and reset by copying dirty pages back, rather
-/// than being released; covers every byte up to the default 128 MiB memory cap.
-const MEMORY_KEEP_RESIDENT: usize = 128 << 20;
+/// How many of a finished run's dirty pages (in bytes) are reset by copying back and kept
+/// resident for the next run; the rest are released, so an idle slot holds at most this much
+/// whatever its last run allocated. 16 MiB covers what a fresh run and a mid-size one (a 1 MB
+/// `json.dumps`) dirty, so neither pays page faults for what it releases (docs/performance.md).
+const MEMORY_KEEP_RESIDENT: usize = 16 << 20;
 /// Largest linear memory a slot can hold: wasm32's whole 4 GiB, so no `Limits::memory_bytes` is
 /// ever cut short by the pool (the run's `ResourceLimiter` enforces the real cap).
 const MAX_MEMORY_SIZE: usize = 1 << 32;
