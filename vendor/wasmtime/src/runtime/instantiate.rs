@@ -7,6 +7,7 @@ use crate::code::EngineCode;
 use crate::prelude::*;
 use crate::profiling_agent::ProfilingAgent;
 use crate::runtime::vm::CompiledModuleId;
+use crate::sync::OnceLock;
 use alloc::sync::Arc;
 use core::ops::Range;
 use core::str;
@@ -25,6 +26,15 @@ pub struct CompiledModule {
     index: Arc<CompiledFunctionsTable>,
     /// Sorted list, by function index, of names we have for this module.
     func_names: Vec<FunctionName>,
+    /// Text-section offsets of each defined function's array-to-wasm
+    /// trampoline (`u32::MAX` when it has none) and body, built on first use.
+    ///
+    /// Every `ref.func` and every funcref export initialises a `VMFuncRef`,
+    /// and each initialisation looked both offsets up in the image-wide
+    /// `CompiledFunctionsTable` (namespace and sparse binary searches). A
+    /// module that takes thousands of function references while it starts
+    /// spent most of its instantiation there; this makes each an index.
+    func_ref_offsets: OnceLock<Box<[(u32, u32)]>>,
 }
 
 impl CompiledModule {
@@ -58,6 +68,7 @@ impl CompiledModule {
             meta: info.meta,
             index,
             func_names: info.func_names,
+            func_ref_offsets: OnceLock::new(),
         };
         ret.register_profiling(profiler)?;
 
@@ -129,6 +140,38 @@ impl CompiledModule {
         let start = usize::try_from(loc.start).unwrap();
         let end = usize::try_from(loc.start + loc.length).unwrap();
         start..end
+    }
+
+    /// Returns the text-section offsets of the array-to-wasm trampoline and
+    /// of the body of the defined function `index`, which initialise its
+    /// `VMFuncRef`.
+    ///
+    /// # Panics
+    ///
+    /// Panics if the function has no array-to-wasm trampoline, as looking
+    /// its `FuncKey` up would.
+    #[inline]
+    pub fn func_ref_offsets(&self, index: DefinedFuncIndex) -> (usize, usize) {
+        let offsets = self.func_ref_offsets.get_or_init(|| {
+            let module = self.module_index();
+            self.module
+                .defined_func_indices()
+                .map(|i| {
+                    let array = self
+                        .index
+                        .func_loc(FuncKey::ArrayToWasmTrampoline(module, i))
+                        .map_or(u32::MAX, |loc| loc.start);
+                    let wasm = self.func_loc(FuncKey::DefinedWasmFunction(module, i)).start;
+                    (array, wasm)
+                })
+                .collect()
+        });
+        let (array, wasm) = offsets[usize::try_from(index.as_u32()).unwrap()];
+        assert!(array != u32::MAX, "defined function should be present");
+        (
+            usize::try_from(array).unwrap(),
+            usize::try_from(wasm).unwrap(),
+        )
     }
 
     /// Get the Wasm-to-array trampoline for the given signature, as a

@@ -144,6 +144,14 @@ pub struct Instance {
     /// cross-thread stuff used in `InstancePre`)
     store: Option<VMStoreRawPtr>,
 
+    /// The text section of this instance's module code in its store, looked
+    /// up once here so that initialising a defined function's `VMFuncRef`
+    /// searches no registry (`None` for bare trampoline modules).
+    ///
+    /// The store's module registry only grows, so the code stays put for
+    /// as long as the instance lives.
+    func_ref_text: Option<SendSyncPtr<[u8]>>,
+
     /// Additional context used by compiled wasm code. This field is last, and
     /// represents a dynamically-sized array that extends beyond the nominal
     /// end of the struct (similar to a flexible array member).
@@ -209,6 +217,14 @@ impl Instance {
             #[cfg(feature = "wmemcheck")]
             wmemcheck_state,
             store: None,
+            func_ref_text: match req.runtime_info {
+                ModuleRuntimeInfo::Module(m) => req
+                    .store
+                    .modules()
+                    .store_code(m.engine_code())
+                    .map(|code| SendSyncPtr::from(code.text())),
+                ModuleRuntimeInfo::Bare(_) => None,
+            },
             vmctx: OwnedVMContext::new(),
         })?;
 
@@ -880,17 +896,14 @@ impl Instance {
         let func = &module.functions[index];
         let type_index = func.signature.unwrap_engine_type_index();
         let vmctx_offset = self.offsets().vmctx_func_ref(func.func_ref);
-        let array_to_wasm_key = FuncKey::ArrayToWasmTrampoline(module.module_index, def_index);
-        let wasm_key = FuncKey::DefinedWasmFunction(module.module_index, def_index);
-        // SAFETY: the type/offset/keys here are all valid for the defined
+        // SAFETY: the type/offset/index here are all valid for the defined
         // function at `def_index`.
         unsafe {
             self.initialize_and_return_funcref(
                 registry,
                 type_index,
                 vmctx_offset,
-                array_to_wasm_key,
-                wasm_key,
+                FuncRefCode::Defined(def_index),
             )
         }
     }
@@ -916,8 +929,10 @@ impl Instance {
                 registry,
                 type_index,
                 vmctx_offset,
-                array_to_wasm_key,
-                wasm_key,
+                FuncRefCode::Keys {
+                    array_to_wasm_key,
+                    wasm_key,
+                },
             )
         }
     }
@@ -936,8 +951,7 @@ impl Instance {
         registry: &ModuleRegistry,
         type_index: VMSharedTypeIndex,
         vmctx_offset: u32,
-        array_to_wasm_key: FuncKey,
-        wasm_key: FuncKey,
+        code: FuncRefCode,
     ) -> Option<NonNull<VMFuncRef>> {
         // For now, we eagerly initialize an funcref struct in-place whenever
         // asked for a reference to it. This is mostly fine, because in practice
@@ -960,26 +974,33 @@ impl Instance {
         // it's better for instantiation performance if we don't have to track
         // "is-initialized" state at all!
 
-        let module_with_code = ModuleWithCode::in_store(
-            registry,
-            self.runtime_module()
-                .expect("funcref impossible in fake module"),
-        )
-        .expect("module not in store");
-
-        let array_call =
-            VmPtr::from(NonNull::from(module_with_code.function(array_to_wasm_key)).cast());
-
-        let wasm_call = Some(VmPtr::from(
-            NonNull::new(
-                module_with_code
-                    .function(wasm_key)
-                    .as_ptr()
-                    .cast::<VMWasmCallFunction>()
-                    .cast_mut(),
-            )
-            .unwrap(),
-        ));
+        let module = self
+            .runtime_module()
+            .expect("funcref impossible in fake module");
+        let (array_call, wasm_call): (NonNull<u8>, NonNull<u8>) = match code {
+            FuncRefCode::Keys {
+                array_to_wasm_key,
+                wasm_key,
+            } => {
+                let module_with_code =
+                    ModuleWithCode::in_store(registry, module).expect("module not in store");
+                (
+                    NonNull::from(module_with_code.function(array_to_wasm_key)).cast(),
+                    NonNull::from(module_with_code.function(wasm_key)).cast(),
+                )
+            }
+            FuncRefCode::Defined(index) => {
+                // SAFETY: see `func_ref_text`: the code outlives this instance.
+                let text = unsafe { self.func_ref_text.expect("module not in store").as_ref() };
+                let (array, wasm) = module.compiled_module().func_ref_offsets(index);
+                (
+                    NonNull::from(&text[array..]).cast(),
+                    NonNull::from(&text[wasm..]).cast(),
+                )
+            }
+        };
+        let array_call = VmPtr::from(array_call.cast());
+        let wasm_call = Some(VmPtr::from(wasm_call.cast::<VMWasmCallFunction>()));
 
         let vmctx = VMOpaqueContext::from_vmcontext(self.vmctx()).into();
 
@@ -1902,4 +1923,15 @@ impl PassiveElementSegment {
     pub(crate) fn elements_mut(&mut self) -> &mut [ValRaw] {
         &mut self.elements
     }
+}
+
+/// Where the code a `VMFuncRef` points to is looked up.
+enum FuncRefCode {
+    /// By `FuncKey`, in the image-wide function table.
+    Keys {
+        array_to_wasm_key: FuncKey,
+        wasm_key: FuncKey,
+    },
+    /// A defined function, through its module's cached offsets.
+    Defined(DefinedFuncIndex),
 }
