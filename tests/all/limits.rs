@@ -1,6 +1,6 @@
 //! Every limit, tried by code that means to break it; the host stays up and says which limit hit.
 
-use codecell::{GuestKind, LimitKind, Limits, Status};
+use codecell::{GuestKind, LimitKind, Limits, Outcome, Status};
 use codecell_tests::{run, run_fueled, run_with};
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,13 @@ codecell_tests::for_each_guest! {
             fuel: 50_000_000_000,
             ..limits()
         }
+    }
+
+    /// Asserts that a busy run was stopped by its deadline, not before it and soon after it.
+    fn assert_stopped_at_deadline(outcome: &Outcome, took: Duration, deadline: Duration) {
+        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
+        assert!(took >= deadline, "took {took:?}");
+        assert!(took < deadline + Duration::from_millis(300), "took {took:?}");
     }
 
     #[tokio::test]
@@ -43,11 +50,8 @@ codecell_tests::for_each_guest! {
         let l = fuel_to_spare(Duration::from_millis(400));
         let started = Instant::now();
         let outcome = run_fueled(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
-        let took = started.elapsed();
-        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
+        assert_stopped_at_deadline(&outcome, started.elapsed(), l.deadline);
         assert!(outcome.fuel_used > 10_000_000, "it ran: {}", outcome.fuel_used);
-        assert!(took >= l.deadline, "took {took:?}");
-        assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
     }
 
     /// The default engine meters by epoch: no fuel budget at all, and a busy guest is stopped
@@ -61,11 +65,8 @@ codecell_tests::for_each_guest! {
         };
         let started = Instant::now();
         let outcome = run_with(GUEST, "x = 0\nwhile True:\n    x += 1", &l).await;
-        let took = started.elapsed();
-        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
+        assert_stopped_at_deadline(&outcome, started.elapsed(), l.deadline);
         assert_eq!(outcome.fuel_used, 0, "{outcome:#?}");
-        assert!(took >= l.deadline, "took {took:?}");
-        assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
     }
 
     /// The default limits under fuel metering: the deadline, not the fuel, ends a busy run
@@ -125,9 +126,7 @@ codecell_tests::for_each_guest! {
             .run_snippet("x = 0\nwhile True:\n    x += 1", None, &l)
             .await
             .expect("the host itself does not fail");
-        let took = started.elapsed();
-        assert_eq!(outcome.limit(), Some(LimitKind::Deadline), "{outcome:#?}");
-        assert!(took < l.deadline + Duration::from_millis(300), "took {took:?}");
+        assert_stopped_at_deadline(&outcome, started.elapsed(), l.deadline);
     }
 
     #[tokio::test]

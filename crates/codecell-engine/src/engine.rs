@@ -94,12 +94,30 @@ impl Engine {
         catalog: Option<Catalog>,
         limits: &Limits,
     ) -> Result<Store<RunState>, EngineError> {
+        self.store_over(RunState::new(limits, catalog), limits)
+    }
+
+    /// A store of this engine over `state`, armed with `limits`.
+    pub(crate) fn store_over(
+        &self,
+        state: RunState,
+        limits: &Limits,
+    ) -> Result<Store<RunState>, EngineError> {
         store_with(
             &self.inner.wasmtime,
-            RunState::new(limits, catalog),
+            state,
             limits,
             self.inner.ticker.as_ref(),
         )
+    }
+
+    /// Arms `store` for a run with `limits`, on this engine's metering ([`arm`]).
+    pub(crate) fn arm(
+        &self,
+        store: &mut Store<RunState>,
+        limits: &Limits,
+    ) -> Result<(), EngineError> {
+        arm(store, limits, self.inner.ticker.as_ref())
     }
 }
 

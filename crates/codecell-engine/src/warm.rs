@@ -38,7 +38,7 @@ impl Engine {
             // Its memory is already over this run's cap: let the caller instantiate afresh.
             return None;
         }
-        crate::engine::arm(&mut warm.store, limits, self.inner.ticker.as_ref()).ok()?;
+        self.arm(&mut warm.store, limits).ok()?;
         Some(warm)
     }
 

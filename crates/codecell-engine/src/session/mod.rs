@@ -34,7 +34,7 @@ pub use manager::{SessionManager, SessionManagerLimits};
 use crate::bindings::Sandbox;
 use crate::determinism::{make_deterministic, seed_random};
 use crate::ending::{self, GuestEnd, LimitStop, Returned};
-use crate::engine::{Engine, arm, disarm};
+use crate::engine::{Engine, disarm};
 use crate::error::EngineError;
 use crate::limits::Limits;
 use crate::outcome::{LimitKind, Outcome, Status};
@@ -276,7 +276,7 @@ impl Session {
             // The cap stays the session's; only the "refused this turn" flag starts over.
             state.limiter.rearm(turn_limits.memory_bytes);
         }
-        arm(store, &turn_limits, self.engine.inner.ticker.as_ref())?;
+        self.engine.arm(store, &turn_limits)?;
         let started = Instant::now();
         let deadline = started + turn_limits.deadline;
         store.data_mut().deadline = Some(deadline);
@@ -630,8 +630,7 @@ async fn instantiate(
         }
     });
     state.journal = Some(CallJournal::default());
-    let ticker = engine.inner.ticker.as_ref();
-    let mut store = crate::engine::store_with(&engine.inner.wasmtime, state, &limits, ticker)?;
+    let mut store = engine.store_over(state, &limits)?;
     let sandbox = match engine.inner.pre.instantiate_async(&mut store).await {
         Ok(sandbox) => sandbox,
         Err(error) => {
