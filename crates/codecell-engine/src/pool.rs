@@ -5,7 +5,8 @@
 //! touches. With the pool, a finished run's memory is reset in place: on Linux ≥ 6.7 the
 //! `PAGEMAP_SCAN` ioctl finds the pages the run dirtied and only those are copied back from the
 //! snapshot image, so the next run starts with its pages already resident. Elsewhere wasmtime
-//! falls back to `madvise`/re-mapping, which is still correct.
+//! falls back to `madvise`/re-mapping, which is still correct. The reset happens when the run's
+//! store is dropped, which `run.rs` does off the caller's path, on tokio's blocking pool.
 //!
 //! The pool is finite: at most `max_concurrent_runs` instances exist at once, and each reserves
 //! address space (not memory) for a full 4 GiB linear memory plus guards. [`crate::Engine`] queues

@@ -4,16 +4,17 @@ use crate::bindings::{RunOptions, Sandbox};
 use crate::ending::{
     self, GuestEnd, LimitStop, REPORT_MESSAGE_CHARS, REPORT_TRACEBACK_CHARS, Returned,
 };
-use crate::engine::Engine;
+use crate::engine::{Engine, disarm};
 use crate::error::EngineError;
 use crate::limits::Limits;
-use crate::outcome::{Failure, LimitKind, Outcome};
+use crate::outcome::{Failure, LimitKind, Outcome, ToolCallRecord};
 use crate::state::RunState;
 use codecell_catalog::Catalog;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
+use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::Store;
 
 /// How long past the deadline the tokio timeout waits before it ends a run that nothing polls.
@@ -41,10 +42,37 @@ pub(crate) type ExportCall<T> = Box<
 /// What the run loop hands back: the classified ending and everything captured.
 struct Finished<T> {
     result: Result<T, Failure>,
-    state: RunState,
+    captured: Captured,
     clipped: bool,
     fuel_used: u64,
     duration: Duration,
+}
+
+/// What a finished run's store held for its caller, taken out before the store is retired.
+struct Captured {
+    /// Standard output, and whether it was cut at the output limit.
+    stdout: (String, bool),
+    /// Standard error, and whether it was cut at the output limit.
+    stderr: (String, bool),
+    /// The tool calls the run made, in order.
+    tool_calls: Vec<ToolCallRecord>,
+}
+
+/// Drops a finished run's store, and then its pool slot, off the caller's path. Dropping the
+/// store resets its slot's linear memory (every page the run dirtied is found and copied back
+/// from the snapshot image), which takes about as long as the rest of a fresh run, and nothing
+/// the caller reads depends on it. The slot's permit goes with the store, so the pool is never
+/// asked for more instances than it has. Outside a tokio runtime the store is dropped here.
+fn retire(store: Store<RunState>, slot: OwnedSemaphorePermit) {
+    let reset = move || {
+        drop(store);
+        drop(slot);
+    };
+    match tokio::runtime::Handle::try_current() {
+        // A runtime shutting down drops the task unrun, which drops the store all the same.
+        Ok(runtime) => drop(runtime.spawn_blocking(reset)),
+        Err(_) => reset(),
+    }
 }
 
 /// The options a run passes to its export: where the guest clips its failure record (the host
@@ -74,8 +102,8 @@ impl Engine {
             })
         });
         let finished = self.run(catalog, limits, call).await?;
-        let (stdout, out_cut) = finished.state.stdout.take();
-        let (stderr, err_cut) = finished.state.stderr.take();
+        let (stdout, out_cut) = finished.captured.stdout;
+        let (stderr, err_cut) = finished.captured.stderr;
         Ok(Outcome {
             result: finished.result,
             stdout,
@@ -83,7 +111,7 @@ impl Engine {
             truncated: out_cut || err_cut || finished.clipped,
             fuel_used: finished.fuel_used,
             duration_ms: Outcome::duration_ms_of(finished.duration),
-            tool_calls: finished.state.tool_calls,
+            tool_calls: finished.captured.tool_calls,
         })
     }
 
@@ -156,18 +184,24 @@ impl Engine {
             Ok(Err(Instantiate(e))) => self.instantiate_failed(e, &store, limits)?,
         };
         let guest_fuel = crate::engine::guest_fuel_used(&store, limits);
-        let mut state = store.into_data();
+        disarm(&mut store);
+        let state = store.data_mut();
         // Calls started concurrently and still running end with the run.
         state.cancel_in_flight();
         // The guest's own fuel, and what the dynamic tools it called used in runs of their own.
         let fuel_used = guest_fuel.saturating_add(state.nested_fuel);
+        let captured = Captured {
+            stdout: state.stdout.take(),
+            stderr: state.stderr.take(),
+            tool_calls: std::mem::take(&mut state.tool_calls),
+        };
         let duration = started.elapsed();
         let classified = ending::classify(returned, state.limiter.refused(), limits);
-        drop(slot);
+        retire(store, slot);
         self.refill_warm();
         Ok(Finished {
             result: classified.result,
-            state,
+            captured,
             clipped: classified.clipped,
             fuel_used,
             duration,

@@ -44,6 +44,13 @@ async fn a_slot_whose_run_wrote_64_mib_releases_most_of_it_when_the_run_ends() {
         let before = proportional_bytes();
         let ran = engine.run_snippet(big, None, &limits).await.expect("runs");
         assert_eq!(ran.stdout, format!("{WROTE}\n"), "{guest:?}: {ran:#?}");
+        // A finished run's slot is reset after its outcome is returned (run.rs, `retire`); with
+        // one slot, the next run starts only once that reset is done.
+        let after = engine
+            .run_snippet("print(2)", None, &limits)
+            .await
+            .expect("runs");
+        assert_eq!(after.status(), Status::Ok, "{guest:?}: {after:#?}");
         let kept = proportional_bytes().saturating_sub(before);
         assert!(
             kept < WROTE / 2,
