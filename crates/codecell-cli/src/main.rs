@@ -11,6 +11,7 @@ mod failure;
 mod fuzz_cmd;
 mod input;
 mod out;
+mod precompile_cmd;
 mod repl_cmd;
 mod run_cmd;
 mod serve_cmd;
@@ -55,6 +56,8 @@ enum Command {
     Repl(repl_cmd::ReplArgs),
     /// Serve `execute_code` (and dynamic tools) as an MCP server on stdio or HTTP.
     Serve(serve_cmd::ServeArgs),
+    /// Compile the guests for another OS (a target triple) into their cache, ahead of its first run.
+    Precompile(precompile_cmd::PrecompileArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +92,7 @@ async fn dispatch(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Validate(args)) => validate_cmd::run(args),
         Some(Command::Tool(cmd)) => dynamic_cmd::run(cmd).await,
         Some(Command::Fuzz(cmd)) => fuzz_cmd::run(cmd).await,
+        Some(Command::Precompile(args)) => precompile_cmd::run(args).await,
         None => Err(Failure::input(
             "no command given; try `codecell --help`".to_string(),
         )),

@@ -50,21 +50,51 @@ pub(crate) type Prepare<'a> = dyn Fn(&[u8]) -> Result<Vec<u8>, EngineError> + 'a
 /// The platform an artifact is compiled for, part of its file name: machine code for one OS is
 /// never loaded by another (a Linux and a Windows build may share a cache directory, as they do
 /// when tests run under Wine), and each platform's artifacts are pruned apart.
-fn platform() -> String {
+pub(crate) fn platform() -> String {
     format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS)
 }
 
+/// The platform a target triple names, as [`platform`] reads on that platform, or `None` when
+/// the triple is of another architecture than this host or of an OS codecell does not build for.
+pub(crate) fn platform_of(triple: &str) -> Option<String> {
+    let arch = triple.split('-').next()?;
+    let os = if triple.contains("-windows") {
+        "windows"
+    } else if triple.contains("-linux") {
+        "linux"
+    } else if triple.contains("-apple-darwin") {
+        "macos"
+    } else {
+        return None;
+    };
+    (arch == std::env::consts::ARCH).then(|| format!("{arch}-{os}"))
+}
+
 /// The cache key for `wasm` compiled by `engine`, `prepared` or not.
-fn cache_key(engine: &Engine, guest_digest: &str, prepared: bool) -> String {
+fn cache_key(engine: &Engine, guest_digest: &str, platform: &str, prepared: bool) -> String {
     let mut config = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut config);
     let mut h = Sha256::new();
     h.update(guest_digest.as_bytes());
     h.update(b"\0wasmtime-48.0.8\0");
-    h.update(platform().as_bytes());
+    h.update(platform.as_bytes());
     h.update(config.finish().to_le_bytes());
     h.update(if prepared { "\0preinit-v1" } else { "\0plain" });
     hex::encode(&h.finalize()[..12])
+}
+
+/// Where the artifact of `wasm` (named `guest`) compiled by `engine` for `platform` lives in
+/// `cache_dir`.
+fn artifact_path(
+    engine: &Engine,
+    wasm: &Path,
+    cache_dir: &Path,
+    guest: &str,
+    platform: &str,
+    prepared: bool,
+) -> Result<PathBuf, EngineError> {
+    let key = cache_key(engine, &guest_digest(wasm)?, platform, prepared);
+    Ok(cache_dir.join(format!("{guest}-{platform}-{key}.cwasm")))
 }
 
 /// Loads the compiled guest from `cache_dir`; on a miss, runs `prepare` on its bytes (if given),
@@ -73,33 +103,65 @@ pub(crate) fn load_or_compile(
     engine: &Engine,
     wasm: &Path,
     cache_dir: &Path,
-    stem: &str,
+    guest: &str,
     prepare: Option<&Prepare<'_>>,
 ) -> Result<Component, EngineError> {
-    let digest = guest_digest(wasm)?;
-    let key = cache_key(engine, &digest, prepare.is_some());
-    let guest = stem;
-    let stem = format!("{guest}-{}", platform());
-    let cached = cache_dir.join(format!("{stem}-{key}.cwasm"));
+    let platform = platform();
+    let cached = artifact_path(engine, wasm, cache_dir, guest, &platform, prepare.is_some())?;
     if cached.is_file()
         && let Some(component) = load_cached(engine, &cached)
     {
         return Ok(component);
     }
-    let mut bytes = std::fs::read(wasm).map_err(|e| EngineError::io(wasm, e))?;
-    if let Some(prepare) = prepare {
-        bytes = prepare(&bytes)?;
-    }
+    let bytes = prepared(wasm, prepare)?;
     let component = Component::new(engine, &bytes).map_err(|source| EngineError::Compile {
         path: wasm.to_path_buf(),
         source,
     })?;
     // A cache that cannot be written costs time, not correctness: carry on without it.
-    if store(&component, cache_dir, &cached).is_ok() {
-        prune(cache_dir, &stem, KEEP_PER_GUEST);
+    if let Ok(artifact) = component.serialize()
+        && store(&artifact, cache_dir, &cached).is_ok()
+    {
+        prune(cache_dir, &format!("{guest}-{platform}"), KEEP_PER_GUEST);
         remove_unplatformed(cache_dir, guest);
     }
     Ok(component)
+}
+
+/// Compiles the guest with `engine`, an engine for another `platform` (which this process
+/// cannot load), into `cache_dir`, unless its artifact is there already; returns its path.
+pub(crate) fn precompile(
+    engine: &Engine,
+    wasm: &Path,
+    cache_dir: &Path,
+    guest: &str,
+    platform: &str,
+    prepare: Option<&Prepare<'_>>,
+) -> Result<PathBuf, EngineError> {
+    let cached = artifact_path(engine, wasm, cache_dir, guest, platform, prepare.is_some())?;
+    if cached.is_file() {
+        return Ok(cached);
+    }
+    // `Component::new` would refuse: it compiles to run here.
+    let artifact = engine
+        .precompile_component(&prepared(wasm, prepare)?)
+        .map_err(|source| EngineError::Compile {
+            path: wasm.to_path_buf(),
+            source,
+        })?;
+    // Here the artifact is the whole point, so failing to store it is an error.
+    store(&artifact, cache_dir, &cached)?;
+    prune(cache_dir, &format!("{guest}-{platform}"), KEEP_PER_GUEST);
+    Ok(cached)
+}
+
+/// The bytes of the guest at `wasm`, after `prepare` (if given): what is compiled.
+fn prepared(wasm: &Path, prepare: Option<&Prepare<'_>>) -> Result<Vec<u8>, EngineError> {
+    let bytes = std::fs::read(wasm).map_err(|e| EngineError::io(wasm, e))?;
+    match prepare {
+        Some(prepare) => prepare(&bytes),
+        None => Ok(bytes),
+    }
 }
 
 /// The artifact at `cached`, mapped from the file, else read into memory; `None` if it does not
@@ -165,10 +227,10 @@ fn remove_unplatformed(dir: &Path, guest: &str) {
     }
 }
 
-fn store(component: &Component, dir: &Path, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+/// Writes the serialized artifact `bytes` to `path` in `dir`.
+fn store(bytes: &[u8], dir: &Path, path: &Path) -> Result<(), EngineError> {
     use std::io::Write;
-    std::fs::create_dir_all(dir)?;
-    let bytes = component.serialize()?;
+    std::fs::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
     // Write then rename, so a concurrent reader never maps a half-written file. The temporary
     // file is created afresh (`create_new` never follows a symlink or reuses a file someone
     // planted under a name they guessed), in the cache directory itself so the rename stays on
@@ -188,12 +250,15 @@ fn store(component: &Component, dir: &Path, path: &Path) -> Result<(), Box<dyn s
                 .ok()?;
             Some((tmp, file))
         })
-        .ok_or("cannot create a temporary file in the cache directory")?;
-    let written = file.write_all(&bytes).and_then(|()| file.sync_all());
+        .ok_or_else(|| {
+            let refused = std::io::Error::other("cannot create a temporary file here");
+            EngineError::io(dir, refused)
+        })?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
     drop(file);
     if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
         let _ = std::fs::remove_file(&tmp);
-        return Err(e.into());
+        return Err(EngineError::io(path, e));
     }
     Ok(())
 }
@@ -269,7 +334,7 @@ mod tests {
             .path()
             .join(format!(".{}.guest.cwasm.tmp", std::process::id()));
         std::os::unix::fs::symlink(&victim, &old).unwrap();
-        store(&component, dir.path(), &target).unwrap();
+        store(&component.serialize().unwrap(), dir.path(), &target).unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert!(target.is_file());
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())

@@ -9,6 +9,7 @@ use crate::guest::GuestKind;
 use crate::metering::{EpochTicker, Metering};
 use crate::pool;
 use crate::preinit;
+use cranelift_codegen::settings::{Configurable, SetResult};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -129,26 +130,8 @@ impl EngineBuilder {
 
     /// Loads (or compiles and caches) the guest.
     pub fn build(self) -> Result<Engine, EngineError> {
-        let wasm = self.wasm_path.unwrap_or_else(|| self.guest.default_path());
-        if !wasm.is_file() {
-            return Err(EngineError::GuestNotBuilt { path: wasm });
-        }
-        let cache_dir = self
-            .cache_dir
-            .or_else(|| {
-                std::env::var_os("CODECELL_CACHE_DIR")
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            })
-            .unwrap_or_else(|| {
-                wasm.parent()
-                    .map(|p| p.join("cache"))
-                    .unwrap_or_else(|| PathBuf::from("cache"))
-            });
-
-        let mut config = base_config(self.metering);
-        config.allocation_strategy(pool::strategy(self.max_concurrent_runs));
-        let wasmtime = wasmtime::Engine::new(&config)?;
+        let (wasm, cache_dir) = self.locations()?;
+        let wasmtime = wasmtime::Engine::new(&self.wasmtime_config())?;
         let ticker = match self.metering {
             Metering::Epoch => {
                 Some(EpochTicker::start(&wasmtime).map_err(EngineError::EpochTicker)?)
@@ -186,5 +169,141 @@ impl EngineBuilder {
                 ticker,
             }),
         })
+    }
+
+    /// Compiles the guest for another platform's engine into the cache, without loading it, and
+    /// returns the artifact's path: that platform's first run then loads instead of compiling.
+    ///
+    /// `target` is a target triple of this host's architecture, such as
+    /// `x86_64-pc-windows-gnu` on an x86-64 Linux machine; the artifact is compiled for this
+    /// CPU's features, as an engine on the other OS would detect them on this same machine (CI
+    /// compiles the Windows artifacts on Linux, then runs the Windows build under Wine). The
+    /// metering is part of the artifact, so precompile once per [`Metering`] that will be used.
+    /// An artifact already in the cache is not compiled again.
+    pub fn precompile_for(self, target: &str) -> Result<PathBuf, EngineError> {
+        let unsupported = || EngineError::UnsupportedTarget {
+            target: target.to_owned(),
+            arch: std::env::consts::ARCH,
+        };
+        let platform = artifact_cache::platform_of(target).ok_or_else(unsupported)?;
+        let (wasm, cache_dir) = self.locations()?;
+        let config = self.cross_config(target).map_err(|_| unsupported())?;
+        let wasmtime = wasmtime::Engine::new(&config)?;
+        let prepare = |bytes: &[u8]| preinit::preinitialize(&wasm, bytes);
+        artifact_cache::precompile(
+            &wasmtime,
+            &wasm,
+            &cache_dir,
+            self.guest.name(),
+            &platform,
+            self.guest
+                .needs_preinit()
+                .then_some(&prepare as &artifact_cache::Prepare<'_>),
+        )
+    }
+
+    /// The guest component's path (which must exist) and the cache directory.
+    fn locations(&self) -> Result<(PathBuf, PathBuf), EngineError> {
+        let wasm = self
+            .wasm_path
+            .clone()
+            .unwrap_or_else(|| self.guest.default_path());
+        if !wasm.is_file() {
+            return Err(EngineError::GuestNotBuilt { path: wasm });
+        }
+        let cache_dir = self
+            .cache_dir
+            .clone()
+            .or_else(|| {
+                std::env::var_os("CODECELL_CACHE_DIR")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| {
+                wasm.parent()
+                    .map(|p| p.join("cache"))
+                    .unwrap_or_else(|| PathBuf::from("cache"))
+            });
+        Ok((wasm, cache_dir))
+    }
+
+    /// The wasmtime configuration of this builder's engine: everything the artifact depends on.
+    fn wasmtime_config(&self) -> wasmtime::Config {
+        let mut config = base_config(self.metering);
+        config.allocation_strategy(pool::strategy(self.max_concurrent_runs));
+        config
+    }
+}
+
+impl EngineBuilder {
+    /// [`EngineBuilder::wasmtime_config`] for `target`, with this host's CPU features.
+    fn cross_config(&self, target: &str) -> wasmtime::Result<wasmtime::Config> {
+        let mut config = self.wasmtime_config();
+        config.target(target)?;
+        for (flag, value) in host_cpu_features() {
+            // SAFETY: the flags are CPU features this host has; an engine that loads the
+            // artifact on a CPU without one refuses it (wasmtime checks every enabled feature).
+            unsafe {
+                config.cranelift_flag_set(&flag, &value);
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// The cranelift flags (name, value) of the CPU features this host has, as cranelift-native
+/// sets them for a native wasmtime engine.
+fn host_cpu_features() -> Vec<(String, String)> {
+    /// Records the flags instead of applying them.
+    struct Recorder(Vec<(String, String)>);
+    impl Configurable for Recorder {
+        fn set(&mut self, name: &str, value: &str) -> SetResult<()> {
+            self.0.push((name.to_owned(), value.to_owned()));
+            Ok(())
+        }
+        fn enable(&mut self, name: &str) -> SetResult<()> {
+            self.set(name, "true")
+        }
+    }
+    let mut recorder = Recorder(Vec::new());
+    // Without detection (an architecture cranelift-native does not probe), the baseline.
+    let _ = cranelift_native::infer_native_flags(&mut recorder);
+    recorder.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::{DefaultHasher, Hash, Hasher};
+
+    fn compatibility(config: &wasmtime::Config) -> u64 {
+        let engine = wasmtime::Engine::new(config).unwrap();
+        let mut hasher = DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        hasher.finish()
+    }
+
+    #[test]
+    fn an_engine_precompiling_for_this_very_host_matches_a_native_one() {
+        // The cross engine of `precompile_for` must compile what the other OS's native engine
+        // would (same settings, same CPU features), or that engine misses the cache and
+        // compiles anyway. Aimed at this host, the two can be compared here.
+        for metering in [Metering::Epoch, Metering::Fuel] {
+            let builder = Engine::builder().metering(metering).max_concurrent_runs(1);
+            let native = compatibility(&builder.wasmtime_config());
+            let host = target_lexicon::HOST.to_string();
+            let cross = compatibility(&builder.cross_config(&host).unwrap());
+            assert_eq!(native, cross, "{host}, {metering:?}");
+            let other_os = if cfg!(windows) {
+                "x86_64-unknown-linux-gnu"
+            } else {
+                "x86_64-pc-windows-gnu"
+            };
+            let other = compatibility(&builder.cross_config(other_os).unwrap());
+            assert_ne!(
+                native, other,
+                "the OS is part of what an artifact is compiled for"
+            );
+        }
     }
 }

@@ -12,8 +12,8 @@ pub enum EngineError {
         /// Where it was looked for.
         path: PathBuf,
     },
-    /// Reading a file failed.
-    #[error("cannot read {path}: {source}")]
+    /// Reading or writing a file failed.
+    #[error("cannot read or write {path}: {source}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -105,6 +105,17 @@ pub enum EngineError {
         /// The cap on their memory, in bytes.
         max_memory: usize,
     },
+    /// Guests cannot be precompiled for this target triple: another architecture than this
+    /// host's (whose engine's CPU features are not known here), or an unknown OS.
+    #[error(
+        "cannot precompile for {target}: only this host's architecture ({arch}) on Linux, macOS or Windows"
+    )]
+    UnsupportedTarget {
+        /// The target triple asked for.
+        target: String,
+        /// This host's architecture.
+        arch: &'static str,
+    },
     /// wasmtime failed to configure, link or instantiate.
     #[error("wasmtime: {0:#}")]
     Wasmtime(#[source] wasmtime::Error),
@@ -117,6 +128,7 @@ impl EngineError {
             EngineError::GuestNotBuilt { .. } => "guest_not_built",
             EngineError::Io { .. } => "io",
             EngineError::Compile { .. } => "compile",
+            EngineError::UnsupportedTarget { .. } => "unsupported_target",
             EngineError::Preinit { .. } => "preinit",
             EngineError::MemoryCapTooSmall { .. } => "memory_cap_too_small",
             EngineError::EpochTicker(_) => "epoch_ticker",

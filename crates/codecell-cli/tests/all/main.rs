@@ -6,6 +6,7 @@ mod bench;
 mod common;
 mod dynamic;
 mod found;
+mod precompile;
 mod repl;
 mod run;
 mod serve;
