@@ -50,7 +50,7 @@ pub(crate) type Prepare<'a> = dyn Fn(&[u8]) -> Result<Vec<u8>, EngineError> + 'a
 /// The platform an artifact is compiled for, part of its file name: machine code for one OS is
 /// never loaded by another (a Linux and a Windows build may share a cache directory, as they do
 /// when tests run under Wine), and each platform's artifacts are pruned apart.
-pub(crate) fn platform() -> String {
+fn platform() -> String {
     format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS)
 }
 
