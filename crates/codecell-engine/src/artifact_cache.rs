@@ -44,8 +44,9 @@ fn guest_digest(wasm: &Path) -> Result<String, EngineError> {
     Ok(hex::encode(Sha256::digest(&bytes)))
 }
 
-/// A transformation applied to the guest's bytes before compiling (pre-initialisation).
-pub(crate) type Prepare<'a> = dyn Fn(&[u8]) -> Result<Vec<u8>, EngineError> + 'a;
+/// A transformation applied to the bytes of the guest at a path before compiling
+/// (pre-initialisation).
+pub(crate) type Prepare = fn(&Path, &[u8]) -> Result<Vec<u8>, EngineError>;
 
 /// The platform an artifact is compiled for, part of its file name: machine code for one OS is
 /// never loaded by another (a Linux and a Windows build may share a cache directory, as they do
@@ -104,7 +105,7 @@ pub(crate) fn load_or_compile(
     wasm: &Path,
     cache_dir: &Path,
     guest: &str,
-    prepare: Option<&Prepare<'_>>,
+    prepare: Option<Prepare>,
 ) -> Result<Component, EngineError> {
     let platform = platform();
     let cached = artifact_path(engine, wasm, cache_dir, guest, &platform, prepare.is_some())?;
@@ -114,10 +115,8 @@ pub(crate) fn load_or_compile(
         return Ok(component);
     }
     let bytes = prepared(wasm, prepare)?;
-    let component = Component::new(engine, &bytes).map_err(|source| EngineError::Compile {
-        path: wasm.to_path_buf(),
-        source,
-    })?;
+    let component =
+        Component::new(engine, &bytes).map_err(|source| EngineError::compile(wasm, source))?;
     // A cache that cannot be written costs time, not correctness: carry on without it.
     if let Ok(artifact) = component.serialize()
         && store(&artifact, cache_dir, &cached).is_ok()
@@ -136,7 +135,7 @@ pub(crate) fn precompile(
     cache_dir: &Path,
     guest: &str,
     platform: &str,
-    prepare: Option<&Prepare<'_>>,
+    prepare: Option<Prepare>,
 ) -> Result<PathBuf, EngineError> {
     let cached = artifact_path(engine, wasm, cache_dir, guest, platform, prepare.is_some())?;
     if cached.is_file() {
@@ -145,10 +144,7 @@ pub(crate) fn precompile(
     // `Component::new` would refuse: it compiles to run here.
     let artifact = engine
         .precompile_component(&prepared(wasm, prepare)?)
-        .map_err(|source| EngineError::Compile {
-            path: wasm.to_path_buf(),
-            source,
-        })?;
+        .map_err(|source| EngineError::compile(wasm, source))?;
     // Here the artifact is the whole point, so failing to store it is an error.
     store(&artifact, cache_dir, &cached)?;
     prune(cache_dir, &format!("{guest}-{platform}"), KEEP_PER_GUEST);
@@ -156,10 +152,10 @@ pub(crate) fn precompile(
 }
 
 /// The bytes of the guest at `wasm`, after `prepare` (if given): what is compiled.
-fn prepared(wasm: &Path, prepare: Option<&Prepare<'_>>) -> Result<Vec<u8>, EngineError> {
+fn prepared(wasm: &Path, prepare: Option<Prepare>) -> Result<Vec<u8>, EngineError> {
     let bytes = std::fs::read(wasm).map_err(|e| EngineError::io(wasm, e))?;
     match prepare {
-        Some(prepare) => prepare(&bytes),
+        Some(prepare) => prepare(wasm, &bytes),
         None => Ok(bytes),
     }
 }

@@ -140,15 +140,12 @@ impl EngineBuilder {
         };
 
         let linker = linker(&wasmtime)?;
-        let prepare = |bytes: &[u8]| preinit::preinitialize(&wasm, bytes);
         let component = artifact_cache::load_or_compile(
             &wasmtime,
             &wasm,
             &cache_dir,
             self.guest.name(),
-            self.guest
-                .needs_preinit()
-                .then_some(&prepare as &artifact_cache::Prepare<'_>),
+            self.prepare(),
         )?;
         let pre = SandboxPre::new(linker.instantiate_pre(&component)?)?;
         let warm = self
@@ -189,17 +186,21 @@ impl EngineBuilder {
         let (wasm, cache_dir) = self.locations()?;
         let config = self.cross_config(target).map_err(|_| unsupported())?;
         let wasmtime = wasmtime::Engine::new(&config)?;
-        let prepare = |bytes: &[u8]| preinit::preinitialize(&wasm, bytes);
         artifact_cache::precompile(
             &wasmtime,
             &wasm,
             &cache_dir,
             self.guest.name(),
             &platform,
-            self.guest
-                .needs_preinit()
-                .then_some(&prepare as &artifact_cache::Prepare<'_>),
+            self.prepare(),
         )
+    }
+
+    /// What is done to the guest's bytes before compiling: pre-initialisation, if it needs it.
+    fn prepare(&self) -> Option<artifact_cache::Prepare> {
+        self.guest
+            .needs_preinit()
+            .then_some(preinit::preinitialize as artifact_cache::Prepare)
     }
 
     /// The guest component's path (which must exist) and the cache directory.

@@ -143,6 +143,13 @@ impl EngineError {
         }
     }
 
+    pub(crate) fn compile(path: &Path, source: wasmtime::Error) -> Self {
+        EngineError::Compile {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
         EngineError::Io {
             path: path.to_path_buf(),
