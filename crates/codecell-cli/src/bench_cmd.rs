@@ -130,6 +130,23 @@ impl Natives {
             .and_then(|o| kernels::seconds(&o))?;
         median(&times).map(|s| s * 1e3)
     }
+
+    /// `native_after_10ms_slowdown`: [`kernels::pause_program`]'s ratios on native `python3`.
+    async fn pause_row(&self, pairs: usize) -> Row {
+        const NAME: &str = "native_after_10ms_slowdown";
+        if !self.0 {
+            return Row::missing(NAME, "ratio", "native python3 is not on PATH");
+        }
+        match native::run(&kernels::pause_program(pairs))
+            .await
+            .and_then(|o| kernels::seconds(&o))
+        {
+            Some(ratios) => Row::of(NAME, "ratio", &ratios).noted(
+                "native python3: a little interpreter work after a 10 ms sleep ÷ the same back to back (what a pause costs any code here)",
+            ),
+            None => Row::missing(NAME, "ratio", "native python3 failed the pause program"),
+        }
+    }
 }
 
 /// Runs the benchmarks and prints the table or the JSON report.
@@ -455,7 +472,13 @@ async fn bench_guest(
     let after = bench
         .fresh(engine, plan.after_idle, Duration::from_millis(10))
         .await?;
-    rows.push(Row::of("fresh_run_after_10ms", "ms", &after));
+    let fresh_median = rows.last().and_then(|r: &Row| r.median);
+    rows.push(
+        Row::of("fresh_run_after_10ms", "ms", &after)
+            .relative_to(fresh_median)
+            .noted("ratio: ÷ fresh_run; compare native_after_10ms_slowdown"),
+    );
+    rows.push(natives.pause_row(plan.after_idle).await);
     bench.fresh(fuel, 3, Duration::ZERO).await?;
     rows.push(
         Row::of(

@@ -118,6 +118,32 @@ pub fn tool_calls_block(calls: usize) -> String {
     )
 }
 
+/// A native program for the pause baseline: a little interpreter work (compile and exec a
+/// snippet that builds a list, dumps it as JSON and matches a regex) timed right after the
+/// previous time and again after a 10 ms sleep, `pairs` times; prints each pair's after ÷
+/// back-to-back. What a pause costs code that is not codecell's, on this machine (caches and
+/// TLBs cool while a core sleeps), to read `fresh_run_after_10ms` against.
+pub fn pause_program(pairs: usize) -> String {
+    format!(
+        "import json, re, time\n\
+         SRC = \"s = json.dumps([i * i for i in range(200)])\\nm = re.findall(r'\\\\d+', s)\\n\"\n\
+         def work():\n    \
+             exec(compile(SRC, '<pause>', 'exec'), {{'json': json, 're': re}})\n\
+         for _ in range(20):\n    \
+             work()\n\
+         ratios = []\n\
+         for _ in range({pairs}):\n    \
+             t = time.perf_counter()\n    \
+             work()\n    \
+             busy = time.perf_counter() - t\n    \
+             time.sleep(0.01)\n    \
+             t = time.perf_counter()\n    \
+             work()\n    \
+             ratios.append((time.perf_counter() - t) / max(busy, 1e-9))\n\
+         print(json.dumps(ratios))\n"
+    )
+}
+
 /// A snippet that holds a 1 MB string while it waits in `bench.hold`, so its instance is live.
 pub const HOLD: &str = "s = 'x' * 1_000_000\ncall_tool('bench', 'hold')\nprint(len(s))\n";
 
@@ -141,6 +167,13 @@ mod tests {
         assert_eq!(seconds("0.125\n"), Some(vec![0.125]));
         assert_eq!(seconds("[\"x\"]"), None);
         assert_eq!(seconds(""), None);
+    }
+
+    #[test]
+    fn the_pause_program_times_the_requested_pairs() {
+        let text = pause_program(7);
+        assert!(text.contains("for _ in range(7):\n"), "{text}");
+        assert!(text.contains("time.sleep(0.01)"), "{text}");
     }
 
     #[test]

@@ -4,9 +4,10 @@ use crate::common::codecell;
 use serde_json::Value;
 
 /// The rows a harness reads, each present for every guest.
-const ROWS: [&str; 20] = [
+const ROWS: [&str; 21] = [
     "fresh_run",
     "fresh_run_after_10ms",
+    "native_after_10ms_slowdown",
     "fresh_run_fuel",
     "memory_per_live_instance",
     "memory_per_idle_slot",
@@ -82,6 +83,11 @@ fn bench_json_quick_has_every_row_for_both_guests() {
             awaited["ratio"].as_f64().is_some_and(|r| r > 0.0),
             "{awaited}"
         );
+        let after = rows
+            .iter()
+            .find(|r| r["name"] == "fresh_run_after_10ms")
+            .unwrap();
+        assert!(after["ratio"].as_f64().is_some_and(|r| r > 0.0), "{after}");
         let fresh = rows.iter().find(|r| r["name"] == "fresh_run").unwrap();
         assert!(fresh["samples"].as_u64().unwrap() >= 3, "{fresh}");
     }
