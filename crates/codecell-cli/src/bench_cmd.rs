@@ -464,18 +464,14 @@ async fn bench_guest(
     let mut rows = Vec::new();
 
     bench.fresh(engine, 3, Duration::ZERO).await?; // warm-up: caches, the warm instance
-    rows.push(Row::of(
-        "fresh_run",
-        "ms",
-        &bench.fresh(engine, plan.fresh, Duration::ZERO).await?,
-    ));
+    let fresh = bench.fresh(engine, plan.fresh, Duration::ZERO).await?;
+    rows.push(Row::of("fresh_run", "ms", &fresh));
     let after = bench
         .fresh(engine, plan.after_idle, Duration::from_millis(10))
         .await?;
-    let fresh_median = rows.last().and_then(|r: &Row| r.median);
     rows.push(
         Row::of("fresh_run_after_10ms", "ms", &after)
-            .relative_to(fresh_median)
+            .relative_to(median(&fresh))
             .noted("ratio: ÷ fresh_run; compare native_after_10ms_slowdown"),
     );
     rows.push(natives.pause_row(plan.after_idle).await);

@@ -119,9 +119,9 @@ pub fn tool_calls_block(calls: usize) -> String {
 }
 
 /// A native program for the pause baseline: a little interpreter work (compile and exec a
-/// snippet that builds a list, dumps it as JSON and matches a regex) timed right after the
-/// previous time and again after a 10 ms sleep, `pairs` times; prints each pair's after ÷
-/// back-to-back. What a pause costs code that is not codecell's, on this machine (caches and
+/// snippet that builds a list, dumps it as JSON and matches a regex) timed once back to back
+/// and once after a 10 ms sleep, `pairs` times; prints each pair's after-sleep ÷ back-to-back
+/// time as a JSON list (read with [`seconds`], which parses any such list). What a pause costs code that is not codecell's, on this machine (caches and
 /// TLBs cool while a core sleeps), to read `fresh_run_after_10ms` against.
 pub fn pause_program(pairs: usize) -> String {
     format!(
