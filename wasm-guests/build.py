@@ -5,11 +5,14 @@
     python3 wasm-guests/build.py --force              # rebuild anyway
     python3 wasm-guests/build.py --guest rustpython   # the RustPython guest (repeatable; or `all`)
 
-The CPython guest is a componentize-py component. componentize-py is pinned below and installed
-into a virtualenv under target/ by this script, so a fresh machine needs only python3 (3.10+).
-The RustPython guest is a Rust crate (wasm-guests/rustpython, its own workspace and Cargo.lock)
-built with cargo for wasm32-wasip2; the target is added with rustup when missing. It is not built
-by default until the engine runs it.
+Both guests are Rust crates (wasm-guests/cpython, wasm-guests/rustpython, each its own workspace
+and Cargo.lock) built with cargo for wasm32-wasip2; the target is added with rustup when missing.
+The CPython guest links CPython itself, built here from its source (Debian's copy of the release
+tarball, checked against its sha256) as static libraries for wasm32-wasip1 with zig's clang
+(PyPI's `ziglang`, installed into a virtualenv under target/), beside a native build of the same
+CPython that the cross build and the stdlib freezing need: a fresh Linux or macOS machine needs
+python3 (3.10+), a C compiler, make and the network. That part is kept in target/cpython-guest/
+and redone only when its sources or flags change (about 5 minutes on 2 cores).
 Each guest is rebuilt only when the hash of its inputs (sources, WIT, tool versions, this file)
 changes; the hash is kept in `<guest>.wasm.inputs`, and the output's own sha256 in
 `<guest>.wasm.sha256`, which the engine uses to key its compiled-artifact cache.
@@ -21,15 +24,31 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
+import urllib.request
 import venv
 from pathlib import Path
 
-COMPONENTIZE_PY = "componentize-py==0.25.1"
+# The CPython release the guest links, and zlib (CPython's `zlib` module needs it): Debian's
+# copies of the upstream tarballs, pinned by sha256.
+CPYTHON_SOURCE = (
+    "http://deb.debian.org/debian/pool/main/p/python3.13/python3.13_3.13.15.orig.tar.xz",
+    "1e66a7945a48390ee4c2a4268a0e4185884059a13c4aab6d148aa208deea4a76",
+)
+ZLIB_SOURCE = (
+    "http://deb.debian.org/debian/pool/main/z/zlib/zlib_1.3.dfsg+really1.3.2.orig.tar.gz",
+    "7b6903eb019983987b7112eccf90f1703f1c6c0e0cede36564bf611d19ca579d",
+)
+# zig's clang and wasi-libc, from PyPI: the C compiler for wasm32-wasi.
+ZIGLANG = "ziglang==0.17.0"
+# Bumped when build_cpython_libraries' flags change, so the kept CPython build is redone.
+CPYTHON_BUILD_KEY = "static-pymalloc-2"
 RUST_TARGET = "wasm32-wasip2"
 ROOT = Path(__file__).resolve().parent.parent
 GUESTS = ROOT / "wasm-guests"
 OUT = ROOT / "target" / "guests"
 VENV = ROOT / "target" / "guest-venv"
+CPYTHON_WORK = ROOT / "target" / "cpython-guest"
 
 
 def log(msg: str) -> None:
@@ -56,20 +75,13 @@ def venv_bin(name: str) -> Path:
     return scripts / exe
 
 
-def ensure_componentize_py() -> Path:
-    tool = venv_bin("componentize-py")
-    wanted = COMPONENTIZE_PY.split("==")[1]
-    if tool.exists():
-        out = subprocess.run([str(tool), "--version"], capture_output=True, text=True)
-        if out.returncode == 0 and wanted in out.stdout:
-            return tool
-    log(f"installing {COMPONENTIZE_PY} into {VENV.relative_to(ROOT)}")
-    venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-    subprocess.run(
-        [str(venv_bin("python")), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", COMPONENTIZE_PY],
-        check=True,
-    )
-    return tool
+def ensure_venv() -> Path:
+    """The guests' build virtualenv under target/ (made once); returns its python."""
+    python = venv_bin("python")
+    if not python.exists():
+        log(f"creating a virtualenv in {VENV.relative_to(ROOT)}")
+        venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
+    return python
 
 
 def up_to_date(wasm: Path, digest: str) -> bool:
@@ -86,20 +98,188 @@ def finish(tmp: Path, wasm: Path, digest: str) -> None:
     log(f"built {wasm.relative_to(ROOT)} ({wasm.stat().st_size // 1024} KiB, sha256 {sha[:12]})")
 
 
+def fetch(url: str, sha256: str, dest: Path) -> Path:
+    """Downloads `url` to `dest` unless it is there already, and checks its sha256 either way."""
+    if not dest.exists():
+        log(f"downloading {url}")
+        tmp = dest.with_name(dest.name + ".part")
+        with urllib.request.urlopen(url, timeout=120) as response, open(tmp, "wb") as out:
+            shutil.copyfileobj(response, out)
+        os.replace(tmp, dest)
+    got = hashlib.sha256(dest.read_bytes()).hexdigest()
+    if got != sha256:
+        dest.unlink()
+        raise SystemExit(f"{dest.name}: sha256 {got}, expected {sha256} (deleted; run again to refetch)")
+    return dest
+
+
+def unpack(archive: Path, into: Path) -> Path:
+    """Extracts `archive` (one top-level folder) under `into` once; returns that folder."""
+    with tarfile.open(archive) as tar:
+        top = tar.getnames()[0].split("/")[0]
+        folder = into / top
+        if not (folder / ".unpacked").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            tar.extractall(into, filter="data") if sys.version_info >= (3, 12) else tar.extractall(into)
+            (folder / ".unpacked").touch()
+    return folder
+
+
+def ensure_zig() -> Path:
+    """zig (PyPI's `ziglang`) in the guests' virtualenv, with `cc`, `ar` and `ranlib` wrappers for
+    wasm32-wasi in CPYTHON_WORK/bin; returns that folder."""
+    python = ensure_venv()
+    zig = next(iter((VENV / "lib").glob("python3*/site-packages/ziglang/zig")), None)
+    if zig is None or ZIGLANG.split("==")[1] not in run_out([str(zig), "version"]):
+        log(f"installing {ZIGLANG} into {VENV.relative_to(ROOT)}")
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", ZIGLANG], check=True)
+        zig = next((VENV / "lib").glob("python3*/site-packages/ziglang/zig"))
+    bin_dir = CPYTHON_WORK / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, command in (("cc", "cc -target wasm32-wasi"), ("ar", "ar"), ("ranlib", "ranlib")):
+        wrapper = bin_dir / f"wasm32-wasi-{name}"
+        wrapper.write_text(f'#!/bin/sh\nexec "{zig}" {command} "$@"\n')
+        wrapper.chmod(0o755)
+    return bin_dir
+
+
+def zig_lib() -> Path:
+    """zig's own lib folder (its libc sources), beside the zig binary in the virtualenv."""
+    return next((VENV / "lib").glob("python3*/site-packages/ziglang/lib"))
+
+
+def run_out(cmd) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+
+
+def make(cwd: Path, log_name: str, *args: str) -> None:
+    """Runs make -j<cores> in `cwd`, its output in `log_name` there (printed when it fails)."""
+    jobs = str(os.cpu_count() or 2)
+    with open(cwd / log_name, "w") as out:
+        done = subprocess.run(["make", "-j", jobs, *args], cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        sys.stderr.write((cwd / log_name).read_text()[-6000:])
+        raise subprocess.CalledProcessError(done.returncode, "make")
+
+
+def build_cpython_libraries(bin_dir: Path) -> tuple:
+    """Builds CPython for the build machine (the cross build's interpreter, and freeze.py's) and
+    for wasm32-wasip1 as static libraries, with zlib; returns (native python, libs folder).
+
+    Kept across guest builds: redone only when CPYTHON_BUILD_KEY (the sources, the configure
+    answers, this function's flags) changes."""
+    key = hash_inputs([GUESTS / "cpython" / "config.site"], "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY]))
+    libs = CPYTHON_WORK / "libs"
+    native = CPYTHON_WORK / "native" / "python"
+    stamp = CPYTHON_WORK / "libraries.inputs"
+    if stamp.exists() and stamp.read_text().strip() == key and native.exists():
+        return native, libs
+    downloads = CPYTHON_WORK / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    source = unpack(fetch(CPYTHON_SOURCE[0], CPYTHON_SOURCE[1], downloads / CPYTHON_SOURCE[0].rsplit("/", 1)[1]), CPYTHON_WORK)
+    zlib = unpack(fetch(ZLIB_SOURCE[0], ZLIB_SOURCE[1], downloads / ZLIB_SOURCE[0].rsplit("/", 1)[1]), CPYTHON_WORK)
+    cc, ar, ranlib = (str(bin_dir / f"wasm32-wasi-{n}") for n in ("cc", "ar", "ranlib"))
+
+    log("building zlib for wasm32-wasi")
+    zlib_prefix = CPYTHON_WORK / "zlib"
+    env = dict(os.environ, CC=cc, AR=ar, RANLIB=ranlib, CFLAGS="-O2")
+    subprocess.run(["./configure", "--static", f"--prefix={zlib_prefix}"], cwd=zlib, env=env, check=True, stdout=subprocess.DEVNULL)
+    make(zlib, "make.log", "libz.a")
+    make(zlib, "install.log", "install")
+
+    log("building CPython for this machine (the cross build needs one of the same version; about 3 minutes)")
+    native_dir = CPYTHON_WORK / "native"
+    shutil.rmtree(native_dir, ignore_errors=True)
+    native_dir.mkdir()
+    subprocess.run([str(source / "configure"), "--without-ensurepip"], cwd=native_dir, check=True, stdout=subprocess.DEVNULL)
+    make(native_dir, "make.log")
+
+    log("building CPython for wasm32-wasip1 (about 2 minutes)")
+    wasm_dir = CPYTHON_WORK / "wasm"
+    shutil.rmtree(wasm_dir, ignore_errors=True)
+    wasm_dir.mkdir()
+    sites = f"{source / 'Tools' / 'wasm' / 'config.site-wasm32-wasi'} {GUESTS / 'cpython' / 'config.site'}"
+    env = dict(os.environ, CONFIG_SITE=sites)
+    subprocess.run(
+        [str(source / "configure"), "-C", "--host=wasm32-wasip1", "--build=" + run_out([str(source / "config.guess")]).strip(),
+         f"--with-build-python={native}", "--with-pymalloc", "--disable-test-modules",
+         "PKG_CONFIG_PATH=", "PKG_CONFIG_LIBDIR=/nonexistent", f"CC={cc}", f"AR={ar}", f"CPP={cc} -E",
+         "CFLAGS=-D_WASI_EMULATED_MMAN", "LIBS=-lwasi-emulated-mman",
+         f"ZLIB_CFLAGS=-I{zlib_prefix / 'include'}", f"ZLIB_LIBS=-L{zlib_prefix / 'lib'} -lz"],
+        cwd=wasm_dir, env=env, check=True, stdout=subprocess.DEVNULL,
+    )
+    archives = {
+        "libpython3.13.a": wasm_dir / "libpython3.13.a",
+        "libmpdec.a": wasm_dir / "Modules/_decimal/libmpdec/libmpdec.a",
+        "libexpat.a": wasm_dir / "Modules/expat/libexpat.a",
+        "libHacl_Hash_SHA2.a": wasm_dir / "Modules/_hacl/libHacl_Hash_SHA2.a",
+    }
+    make(wasm_dir, "make.log", "CFLAGS_NODIST=-Wno-date-time",
+         *(str(p.relative_to(wasm_dir)) for p in archives.values()))
+    shutil.rmtree(libs, ignore_errors=True)
+    libs.mkdir()
+    for name, path in archives.items():
+        shutil.copyfile(path, libs / name)
+    shutil.copyfile(zlib_prefix / "lib" / "libz.a", libs / "libz.a")
+    # WASI's emulation libraries (mmap, signals, getpid, process clocks) CPython's configure asks
+    # for, compiled from zig's copy of wasi-libc's sources into one archive (the preview 2 libc
+    # rustc links has none of them).
+    emulated = CPYTHON_WORK / "emulated"
+    shutil.rmtree(emulated, ignore_errors=True)
+    emulated.mkdir()
+    bottom = zig_lib() / "libc" / "wasi" / "libc-bottom-half"
+    objects = []
+    for name in ("mman/mman.c", "signal/signal.c", "getpid/getpid.c", "clocks/clock.c", "clocks/times.c", "clocks/getrusage.c"):
+        obj = emulated / (Path(name).stem + ".o")
+        subprocess.run([cc, "-c", "-O2", f"-I{bottom / 'cloudlibc' / 'src'}", str(bottom / name), "-o", str(obj)], check=True)
+        objects.append(str(obj))
+    # signal's `strsignal` is musl's, which wasi-libc builds into the same library.
+    musl, wasi_musl = zig_lib() / "libc" / "musl" / "src", zig_lib() / "libc" / "wasi" / "libc-top-half" / "musl" / "src"
+    obj = emulated / "strsignal.o"
+    subprocess.run([cc, "-c", "-O2", "-D_WASI_EMULATED_SIGNAL", *(f"-I{d / sub}" for d in (wasi_musl, musl) for sub in ("include", "internal")),
+                    str(musl / "string" / "strsignal.c"), "-o", str(obj)], check=True)
+    objects.append(str(obj))
+    subprocess.run([ar, "rcs", str(libs / "libwasi-emulated.a"), *objects], check=True)
+    stamp.write_text(key + "\n")
+    return native, libs
+
+
 def build_cpython(force: bool) -> None:
+    """Builds wasm-guests/cpython: CPython as static libraries, the C half, the frozen stdlib and
+    the Rust half (cargo, wasm32-wasip2) into target/guests/cpython.wasm."""
     wasm = OUT / "cpython.wasm"
-    digest = hash_inputs([GUESTS / "wit", GUESTS / "common", GUESTS / "cpython"], COMPONENTIZE_PY)
+    crate = GUESTS / "cpython"
+    inputs = [GUESTS / "wit", GUESTS / "common", crate / "src", crate / "c", crate / "py", crate / "Cargo.toml",
+              crate / "Cargo.lock", crate / "build.rs", crate / "freeze.py", crate / "config.site"]
+    extra = "\0".join([rustc_version(), RUST_TARGET, *CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY])
+    digest = hash_inputs(inputs, extra)
     if not force and up_to_date(wasm, digest):
         log(f"{wasm.relative_to(ROOT)} is up to date")
         return
-    tool = ensure_componentize_py()
+    ensure_wasip2_target()
+    bin_dir = ensure_zig()
+    native, libs = build_cpython_libraries(bin_dir)
+    source = next(p for p in CPYTHON_WORK.glob("Python-*") if p.is_dir())
+    log("compiling the guest's C half and freezing its Python")
+    shim = CPYTHON_WORK / "shim.o"
+    subprocess.run([str(bin_dir / "wasm32-wasi-cc"), "-c", "-O2", "-Wall", "-Werror", "-D_WASI_EMULATED_MMAN",
+                    f"-I{source / 'Include'}", f"-I{CPYTHON_WORK / 'wasm'}", str(crate / "c" / "shim.c"), "-o", str(shim)],
+                   check=True)
+    (libs / "libcodecell_shim.a").unlink(missing_ok=True)
+    subprocess.run([str(bin_dir / "wasm32-wasi-ar"), "rcs", str(libs / "libcodecell_shim.a"), str(shim)], check=True)
+    frozen = CPYTHON_WORK / "frozen.bin"
+    subprocess.run([str(native), "-I", "-S", str(crate / "freeze.py"), str(source / "Lib"), str(GUESTS / "common"),
+                    str(crate / "py"), str(frozen)], check=True)
+    target_dir = CPYTHON_WORK / "cargo"
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir), CODECELL_STATIC_LIBS=str(libs), CODECELL_FROZEN_BLOB=str(frozen))
+    log("linking the CPython guest")
+    subprocess.run(["cargo", "build", "--release", "--locked", "--target", RUST_TARGET], cwd=crate, env=env, check=True)
+    built = target_dir / RUST_TARGET / "release" / "codecell_guest_cpython.wasm"
     tmp = OUT / "cpython.wasm.tmp"
-    log("componentizing the CPython guest (about a minute)")
-    subprocess.run(
-        [str(tool), "-d", str(GUESTS / "wit"), "-w", "sandbox", "componentize", "app",
-         "-p", str(GUESTS / "cpython"), "-p", str(GUESTS / "common"), "-o", str(tmp)],
-        check=True,
-    )
+    shutil.copyfile(built, tmp)
     finish(tmp, wasm, digest)
 
 

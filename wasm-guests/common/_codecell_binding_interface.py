@@ -1,7 +1,7 @@
 """What each guest's `_codecell_binding` module provides to ../common, declared once.
 
 `_codecell_exports` calls `check` on the binding at import time, which for both guests is build
-time (componentize-py's snapshot, RustPython's pre-initialisation): a binding missing a name
+time (each guest's pre-initialisation by the engine): a binding missing a name
 fails the build instead of a run. What each name does is documented in `_codecell_exports`.
 """
 

@@ -1,8 +1,8 @@
 """The body of the `sandbox` world's exports, shared by both guests.
 
 Importing this module sets the guest up: the stdlib preload, the `codecell` module, the stub
-importer and the chunked stdio. Each guest's entry (`app` for componentize-py, `_codecell_app`
-for RustPython) imports it once, before any snapshot, and hands `run_snippet` and `run_tool` to
+importer and the chunked stdio. Each guest's entry (`_codecell_app` in both) imports it once,
+before the snapshot, and hands `run_snippet` and `run_tool` to
 its runtime as they are: wrapping them would put one more frame under the user's code, which
 the recursion limit counts.
 

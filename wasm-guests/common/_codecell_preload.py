@@ -1,11 +1,11 @@
 """Stdlib modules imported once, before any run: the same list for both guests.
 
-CPython (componentize-py) snapshots the interpreter after `app` is imported, and only modules
-imported by then exist at run time (there is no filesystem to load others from), so everything
-tool code commonly uses is imported here, at build time; its `app` refuses to build when one
-fails. RustPython freezes its whole stdlib in, so every module is importable at run time anyway;
-importing these when the VM is built (and, pre-initialised, at build time) keeps a snippet's first
-`import json` from paying for it. Modules that reach the OS (socket, subprocess, ctypes) are
+CPython's snapshot holds what its `_codecell_app` imported at build time, from a blob frozen for
+them (there is no filesystem to load others from), so everything tool code commonly uses is
+imported here; its `_codecell_app` refuses to build when one fails. RustPython freezes its whole
+stdlib in, so every module is importable at run time anyway; importing these when the VM is
+built (at build time, pre-initialised) keeps a snippet's first `import json` from paying for it.
+Modules that reach the OS (socket, subprocess, ctypes) are
 deliberately absent. A module that cannot be imported is recorded in MISSING rather than stopping
 the import of this module: in RustPython a snippet that imports it gets the ImportError itself.
 """

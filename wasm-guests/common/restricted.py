@@ -1,6 +1,6 @@
 """Runs a dynamic tool's `execute(args)` the way the reference worker does.
 
-Shared by both guests (CPython via componentize-py `-p`, RustPython frozen by `py_freeze!`).
+Shared by both guests (frozen into each: CPython's freeze.py, RustPython's `py_freeze!`).
 
 The tool sees only a small set of builtins (no print, open, getattr, type, ...) and an import
 function that admits the roots its manifest declared, and only absolute imports. The host has

@@ -196,11 +196,10 @@ impl EngineBuilder {
         )
     }
 
-    /// What is done to the guest's bytes before compiling: pre-initialisation, if it needs it.
+    /// What is done to the guest's bytes before compiling: pre-initialisation, when the
+    /// component exports `wizer-initialize` (both guests do).
     fn prepare(&self) -> Option<artifact_cache::Prepare> {
-        self.guest
-            .needs_preinit()
-            .then_some(preinit::preinitialize as artifact_cache::Prepare)
+        Some(preinit::preinitialize as artifact_cache::Prepare)
     }
 
     /// The guest component's path (which must exist) and the cache directory.

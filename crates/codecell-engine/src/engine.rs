@@ -70,7 +70,7 @@ impl Engine {
         self.inner.metering
     }
 
-    /// The guest interpreter's Python version, e.g. `3.14.0`.
+    /// The guest interpreter's Python version, e.g. `3.13.15`.
     pub async fn python_version(&self) -> Result<String, EngineError> {
         let _slot = self.slot().await?;
         let mut store = self.new_store(None, &Limits::default())?;

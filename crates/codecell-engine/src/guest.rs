@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum GuestKind {
-    /// CPython compiled for WASI, componentized with componentize-py.
+    /// CPython compiled for WASI and linked statically with this guest's glue, for wasm32-wasip2.
     CPython,
     /// RustPython (rustpython-vm with its stdlib frozen in), built with cargo for wasm32-wasip2.
     RustPython,
@@ -26,18 +26,12 @@ impl GuestKind {
 
     /// Whether an engine keeps a warm instance for this guest unless told otherwise.
     ///
-    /// CPython's instantiation links dozens of modules, so making it ahead of time takes most of
-    /// it out of a run's latency; RustPython instantiates quickly, and making the next instance
-    /// on another thread while a run executes cost both of them more (page-table contention)
-    /// than it saved. The measurements are in `docs/performance.md`.
+    /// Neither guest does: both are one core module that instantiates in a few hundredths of a
+    /// millisecond, and making the next instance on another thread while a run executes cost
+    /// both runs more (page-table contention) than it saved. The measurements are in
+    /// `docs/performance.md`.
     pub fn warm_by_default(self) -> bool {
-        matches!(self, GuestKind::CPython)
-    }
-
-    /// Whether the engine must pre-initialise the component (call its `wizer-initialize` export
-    /// and snapshot it) before compiling it. componentize-py already does this for CPython.
-    pub(crate) fn needs_preinit(self) -> bool {
-        matches!(self, GuestKind::RustPython)
+        false
     }
 
     /// The environment variable that overrides where this guest's `.wasm` is found.

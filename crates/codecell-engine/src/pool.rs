@@ -17,8 +17,8 @@ use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 /// Default number of runs that may hold an instance at the same time.
 pub(crate) const DEFAULT_MAX_CONCURRENT_RUNS: u32 = 64;
 
-/// Core instances one guest component may create (componentize-py links CPython as several
-/// shared-library modules plus WASI adapters; RustPython needs a handful).
+/// Core instances one guest component may create (each guest needs a handful: its module and
+/// the component's shims; room is left for a guest linked from several modules).
 const CORE_INSTANCES_PER_COMPONENT: u32 = 64;
 /// Linear memories one guest component may have (the main one and adapter memories).
 const MEMORIES_PER_COMPONENT: u32 = 2;

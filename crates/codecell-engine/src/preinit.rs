@@ -1,6 +1,6 @@
 //! Pre-initialisation: run a guest's `wizer-initialize` export once and snapshot the result.
 //!
-//! The RustPython guest builds its VM and imports its stdlib in `wizer-initialize`; wasmtime-wizer
+//! Both guests start their interpreter and import the stdlib in `wizer-initialize`; wasmtime-wizer
 //! instruments the component so its memories and globals can be read back, we instantiate it with
 //! the same linker the runs use, call the export, and wizer rewrites the component with that state
 //! as its initial image. This happens once per guest and machine, on an artifact-cache miss: every
@@ -13,6 +13,7 @@ use crate::error::EngineError;
 use crate::limits::Limits;
 use crate::state::RunState;
 use std::path::Path;
+use wasmparser::Payload;
 use wasmtime::Store;
 use wasmtime::component::{Component, Instance, Lift, WasmList};
 use wasmtime::format_err;
@@ -39,10 +40,38 @@ fn init_engine() -> wasmtime::Result<wasmtime::Engine> {
     wasmtime::Engine::new(&config)
 }
 
-/// Returns the pre-initialised form of the component in `wasm` (the bytes of the file at `path`).
+/// Whether the component in `wasm` exports `wizer-initialize` itself (not merely one of its core
+/// modules). Bytes that do not parse export nothing: compiling them reports the error.
+pub(crate) fn exports_init(wasm: &[u8]) -> bool {
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        match payload {
+            Ok(Payload::ModuleSection { .. } | Payload::ComponentSection { .. }) => depth += 1,
+            Ok(Payload::End(_)) if depth == 0 => return false,
+            Ok(Payload::End(_)) => depth -= 1,
+            Ok(Payload::ComponentExportSection(exports)) if depth == 0 => {
+                let found = exports
+                    .into_iter()
+                    .any(|e| e.is_ok_and(|e| e.name.name == INIT_EXPORT));
+                if found {
+                    return true;
+                }
+            }
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Returns the pre-initialised form of the component in `wasm` (the bytes of the file at `path`),
+/// or the bytes as they are when it does not export `wizer-initialize`.
 ///
 /// Runs on a thread of its own with its own runtime, so callers may be inside a tokio runtime.
 pub(crate) fn preinitialize(path: &Path, wasm: &[u8]) -> Result<Vec<u8>, EngineError> {
+    if !exports_init(wasm) {
+        return Ok(wasm.to_vec());
+    }
     std::thread::scope(|scope| {
         scope
             .spawn(|| preinitialize_here(path, wasm))
@@ -196,5 +225,29 @@ impl ComponentInstanceState for SnapshotState<'_> {
 
     async fn call_func_ret_f64(&mut self, instance: &str, func: &str) -> u64 {
         self.call(instance, func, 0, |_, r: f64| r.to_bits()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exports_init;
+    use crate::guest::{ALL_GUESTS, BUILD_COMMAND};
+
+    /// Both built guests are pre-initialised (a guest that is not would start its interpreter in
+    /// every run); an empty component and bytes that are not wasm are compiled as they are.
+    #[test]
+    fn the_built_guests_export_the_init_and_nothing_else_is_taken_for_one() {
+        for guest in ALL_GUESTS {
+            let path = guest.built_path();
+            let wasm = std::fs::read(&path).unwrap_or_else(|e| {
+                panic!("{}: {e}; build it with `{BUILD_COMMAND}`", path.display())
+            });
+            assert!(
+                exports_init(&wasm),
+                "{guest:?} does not export `wizer-initialize`"
+            );
+        }
+        assert!(!exports_init(b"\0asm\x0d\0\x01\0"));
+        assert!(!exports_init(b"\0asm not really"));
     }
 }
