@@ -55,9 +55,10 @@ def log(msg: str) -> None:
     print(f"[build-guests] {msg}", file=sys.stderr, flush=True)
 
 
-def hash_inputs(paths, extra: str) -> str:
+def hash_inputs(paths, extra: str, include_self: bool = True) -> str:
     h = hashlib.sha256(extra.encode())
-    h.update(Path(__file__).read_bytes())
+    if include_self:
+        h.update(Path(__file__).read_bytes())
     for base in paths:
         if base.is_file():
             files = [base]
@@ -165,13 +166,21 @@ def make(cwd: Path, log_name: str, *args: str) -> None:
         raise subprocess.CalledProcessError(done.returncode, "make")
 
 
+def cpython_source_dir() -> Path:
+    """Where CPYTHON_SOURCE unpacks: `Python-<version>` (its one top-level folder)."""
+    version = CPYTHON_SOURCE[0].rsplit("_", 1)[1].split(".orig")[0]
+    return CPYTHON_WORK / f"Python-{version}"
+
+
 def build_cpython_libraries(bin_dir: Path) -> tuple:
     """Builds CPython for the build machine (the cross build's interpreter, and freeze.py's) and
     for wasm32-wasip1 as static libraries, with zlib; returns (native python, libs folder).
 
     Kept across guest builds: redone only when CPYTHON_BUILD_KEY (the sources, the configure
     answers, this function's flags) changes."""
-    key = hash_inputs([GUESTS / "cpython" / "config.site"], "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY]))
+    # Not keyed by this file as a whole: CPYTHON_BUILD_KEY stands for the flags below.
+    key = hash_inputs([GUESTS / "cpython" / "config.site"], "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY]),
+                      include_self=False)
     libs = CPYTHON_WORK / "libs"
     native = CPYTHON_WORK / "native" / "python"
     stamp = CPYTHON_WORK / "libraries.inputs"
@@ -262,7 +271,7 @@ def build_cpython(force: bool) -> None:
     ensure_wasip2_target()
     bin_dir = ensure_zig()
     native, libs = build_cpython_libraries(bin_dir)
-    source = next(p for p in CPYTHON_WORK.glob("Python-*") if p.is_dir())
+    source = cpython_source_dir()
     log("compiling the guest's C half and freezing its Python")
     shim = CPYTHON_WORK / "shim.o"
     subprocess.run([str(bin_dir / "wasm32-wasi-cc"), "-c", "-O2", "-Wall", "-Werror", "-D_WASI_EMULATED_MMAN",
