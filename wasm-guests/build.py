@@ -21,6 +21,7 @@ changes; the hash is kept in `<guest>.wasm.inputs`, and the output's own sha256 
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,7 @@ ZLIB_SOURCE = (
 # zig's clang and wasi-libc, from PyPI: the C compiler for wasm32-wasi.
 ZIGLANG = "ziglang==0.17.0"
 # Bumped when build_cpython_libraries' flags change, so the kept CPython build is redone.
-CPYTHON_BUILD_KEY = "static-pymalloc-2"
+CPYTHON_BUILD_KEY = "static-pymalloc-thinlto-3"
 RUST_TARGET = "wasm32-wasip2"
 ROOT = Path(__file__).resolve().parent.parent
 GUESTS = ROOT / "wasm-guests"
@@ -178,8 +179,9 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
 
     Kept across guest builds: redone only when CPYTHON_BUILD_KEY (the sources, the configure
     answers, this function's flags) changes."""
+    lto = cross_file_optimisation(bin_dir)
     # Not keyed by this file as a whole: CPYTHON_BUILD_KEY stands for the flags below.
-    key = hash_inputs([GUESTS / "cpython" / "config.site"], "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY]),
+    key = hash_inputs([GUESTS / "cpython" / "config.site"], "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY, lto]),
                       include_self=False)
     libs = CPYTHON_WORK / "libs"
     native = CPYTHON_WORK / "native" / "python"
@@ -199,11 +201,15 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     make(zlib, "make.log", "libz.a")
     make(zlib, "install.log", "install")
 
-    log("building CPython for this machine (the cross build needs one of the same version; about 3 minutes)")
+    log("building CPython for this machine (the cross build needs one of the same version; about a minute)")
     native_dir = CPYTHON_WORK / "native"
     shutil.rmtree(native_dir, ignore_errors=True)
     native_dir.mkdir()
-    subprocess.run([str(source / "configure"), "--without-ensurepip"], cwd=native_dir, check=True, stdout=subprocess.DEVNULL)
+    # Only a build tool (the cross build's generators and freeze.py run on it), so it is built for
+    # build time, not speed: -O1 and no test modules, 1.2 minutes on 2 cores where CPython's
+    # defaults take 3 (docs/performance.md).
+    subprocess.run([str(source / "configure"), "--without-ensurepip", "--disable-test-modules"], cwd=native_dir,
+                   env=dict(os.environ, OPT="-DNDEBUG -O1"), check=True, stdout=subprocess.DEVNULL)
     make(native_dir, "make.log")
 
     log("building CPython for wasm32-wasip1 (about 2 minutes)")
@@ -211,12 +217,14 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     shutil.rmtree(wasm_dir, ignore_errors=True)
     wasm_dir.mkdir()
     sites = f"{source / 'Tools' / 'wasm' / 'config.site-wasm32-wasi'} {GUESTS / 'cpython' / 'config.site'}"
-    env = dict(os.environ, CONFIG_SITE=sites)
+    # CPython's optimisation flags without its -g (the guest is stripped; debug info only slows
+    # the link).
+    env = dict(os.environ, CONFIG_SITE=sites, OPT="-DNDEBUG -O3 -Wall")
     subprocess.run(
         [str(source / "configure"), "-C", "--host=wasm32-wasip1", "--build=" + run_out([str(source / "config.guess")]).strip(),
          f"--with-build-python={native}", "--with-pymalloc", "--disable-test-modules",
          "PKG_CONFIG_PATH=", "PKG_CONFIG_LIBDIR=/nonexistent", f"CC={cc}", f"AR={ar}", f"CPP={cc} -E",
-         "CFLAGS=-D_WASI_EMULATED_MMAN", "LIBS=-lwasi-emulated-mman",
+         f"CFLAGS=-D_WASI_EMULATED_MMAN {lto}".strip(), "LIBS=-lwasi-emulated-mman",
          f"ZLIB_CFLAGS=-I{zlib_prefix / 'include'}", f"ZLIB_LIBS=-L{zlib_prefix / 'lib'} -lz"],
         cwd=wasm_dir, env=env, check=True, stdout=subprocess.DEVNULL,
     )
@@ -256,6 +264,19 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     return native, libs
 
 
+def cross_file_optimisation(bin_dir: Path) -> str:
+    """`-flto=thin` when rust-lld can read the bitcode zig's clang writes (rustc's LLVM is at least
+    clang's major version), else nothing. With it the archives hold LLVM bitcode, which rust-lld
+    optimises across CPython's files when it links the guest: 5-15% faster compute
+    (docs/performance.md)."""
+    rust = re.search(r"LLVM version: (\d+)", run_out(["rustc", "-vV"]))
+    clang = re.search(r"clang version (\d+)", run_out([str(bin_dir / "wasm32-wasi-cc"), "--version"]))
+    if rust and clang and int(rust[1]) >= int(clang[1]):
+        return "-flto=thin"
+    log(f"building CPython without -flto: rustc's LLVM ({rust and rust[1]}) is older than zig's clang ({clang and clang[1]})")
+    return ""
+
+
 def build_cpython(force: bool) -> None:
     """Builds wasm-guests/cpython: CPython as static libraries, the C half, the frozen stdlib and
     the Rust half (cargo, wasm32-wasip2) into target/guests/cpython.wasm."""
@@ -280,7 +301,7 @@ def build_cpython(force: bool) -> None:
     (libs / "libcodecell_shim.a").unlink(missing_ok=True)
     subprocess.run([str(bin_dir / "wasm32-wasi-ar"), "rcs", str(libs / "libcodecell_shim.a"), str(shim)], check=True)
     frozen = CPYTHON_WORK / "frozen.bin"
-    subprocess.run([str(native), "-I", "-S", str(crate / "freeze.py"), str(source / "Lib"), str(GUESTS / "common"),
+    subprocess.run([str(native), "-I", "-S", "-B", str(crate / "freeze.py"), str(source / "Lib"), str(GUESTS / "common"),
                     str(crate / "py"), str(frozen)], check=True)
     target_dir = CPYTHON_WORK / "cargo"
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir), CODECELL_STATIC_LIBS=str(libs), CODECELL_FROZEN_BLOB=str(frozen))
