@@ -19,13 +19,20 @@ pub(crate) fn base_config(metering: Metering) -> wasmtime::Config {
         Metering::Fuel => config.consume_fuel(true),
     };
     config.wasm_component_model(true);
-    // Each interpreter's own guard (CPython's on its 1 MB shadow stack, RustPython's depth
-    // count) must trip before wasm's native stack runs out, so deep C recursion (`==` of
-    // self-referential containers, deep `repr` or `json`) is a catchable RecursionError rather
-    // than a trap: a comparison level uses far more native stack than shadow stack, and 8 MiB
-    // was not enough (docs/async-and-fidelity.md). A trap is still handled.
+    // Each interpreter's own guard (CPython's C recursion count, RustPython's depth count) must
+    // trip before wasm's native stack runs out, so deep C recursion (`==` of self-referential
+    // containers, deep `repr` or `json`) is a catchable RecursionError rather than a trap: a
+    // comparison level uses far more native stack than shadow stack, and 8 MiB was not enough
+    // (docs/async-and-fidelity.md). A trap is still handled.
     config.max_wasm_stack(MAX_WASM_STACK);
     config.async_stack_size(MAX_WASM_STACK + (1 << 20));
+    // For `perf record`: with CODECELL_PERFMAP set, wasmtime writes /tmp/perf-<pid>.map naming
+    // each compiled guest function, so profiles show CPython's and RustPython's own symbols
+    // (docs/performance.md). Off otherwise: it costs a file write per loaded module.
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("CODECELL_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
     config
 }
 
