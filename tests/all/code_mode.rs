@@ -111,6 +111,19 @@ print(stats.__doc__.splitlines()[0])
     }
 
     #[tokio::test]
+    async fn bytes_written_to_stdout_buffer_arrive_in_order_with_text() {
+        let code = "import sys\n\
+                    print('text', end=' ')\n\
+                    n = sys.stdout.buffer.write(b'bytes\\n')\n\
+                    sys.stderr.buffer.write(bytearray(b'err'))\n\
+                    print(n, sys.stdout.buffer.fileno(), sys.stderr.buffer.fileno())";
+        let outcome = run(GUEST, code).await;
+        assert_eq!(outcome.status(), Status::Ok, "{outcome:#?}");
+        assert_eq!(outcome.stdout, "text bytes\n6 1 2\n");
+        assert_eq!(outcome.stderr, "err");
+    }
+
+    #[tokio::test]
     async fn random_is_reseeded_per_run() {
         let a = run(GUEST, "import random; print(random.random())").await;
         let b = run(GUEST, "import random; print(random.random())").await;

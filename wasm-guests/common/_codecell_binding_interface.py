@@ -13,8 +13,6 @@ class Binding(Protocol):
     """The names every binding has; `encode_args`, `decode_result` and `native_call_tool` are
     optional and looked up where they are used."""
 
-    WARM_UP_OPTIONS: Any
-
     def ls(self, path: str) -> Tuple[bool, Any]: ...
 
     def read(self, path: str) -> Tuple[bool, Any]: ...
@@ -29,22 +27,14 @@ class Binding(Protocol):
 
     def write(self, fd: int, data: bytes) -> bool: ...
 
-    def byte_buffer(self, fd: int) -> Any: ...
-
-    def set_std_streams(self, stdout: Any, stderr: Any) -> None: ...
-
-    def run_limits(self, options: Any) -> Tuple[int, int, int, int]: ...
-
     def snippet_result(self, failure: Optional[tuple]) -> Any: ...
 
     def tool_result(self, ok: bool, value: Any) -> Any: ...
 
-    def tool_too_large(self, chars: int) -> Any: ...
-
 
 def check(binding) -> None:
     """Raises ImportError naming what `binding` lacks of `Binding`."""
-    names = [n for n in dir(Binding) if not n.startswith("_")] + ["WARM_UP_OPTIONS"]
+    names = [n for n in dir(Binding) if not n.startswith("_")]
     missing = sorted({n for n in names if not hasattr(binding, n)})
     if missing or not isinstance(binding, Binding):
         raise ImportError("_codecell_binding lacks " + ", ".join(missing or ["(a name)"]))

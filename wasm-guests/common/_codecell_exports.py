@@ -15,22 +15,19 @@ Everything that differs between the guests is in the module `_codecell_binding` 
   `wait_tool_calls(timeout_us or None)`: the completed calls as `(handle, ok, value)` tuples;
   `cancel_tool_call(handle)`: drops a started call (see `_codecell_async`);
 - `write(fd, data)`: writes all of `data` (bytes) to fd 1 or 2; true if the stream took it;
-- `byte_buffer(fd)`: the `.buffer` of the new sys.stdout (fd 1) or sys.stderr (fd 2);
-- `set_std_streams(stdout, stderr)`: installs them;
-- `run_limits(options)`: `(recursion_limit, max_message_chars, max_traceback_chars,
-  max_result_chars)` out of what the runtime passes as `options`;
-- `WARM_UP_OPTIONS`: an `options` value for the build-time warm-up runs (see `_warm_up`);
-- `snippet_result(failure)`, `tool_result(ok, value)`, `tool_too_large(chars)`: what the export
-  gives its runtime, from None or a failure, from (True, canonical JSON) or (False, failure), and
-  for a result over `max_result_chars`; a failure is the `(kind, message, traceback, line)` tuple
-  of _codecell_failure;
+- `snippet_result(failure)`, `tool_result(ok, value)`: what the export gives its runtime, from
+  None or a failure, and from (True, canonical JSON) or (False, failure); a failure is the
+  `(kind, message, traceback, line)` tuple of _codecell_failure;
 - optionally `encode_args(kwargs)` and `decode_result(text)`: native JSON codecs for tool calls,
   raising what `json` would (TypeError, ValueError); the stdlib's json is used without them;
 - optionally `native_call_tool(ToolError)`: a native replacement for `_codecell_api.call_tool`
   with the same checks and errors.
 
 `_codecell_binding_interface.Binding` declares the same names; a binding that lacks one fails
-the guest's build, not a run.
+the guest's build, not a run. What both guests' export glue agrees on is here: the run options
+arrive as the tuple `(recursion_limit, max_message_chars, max_traceback_chars,
+max_result_chars)`, and a tool result over `max_result_chars` is returned as `(False, chars)`,
+an int where a failure would be, which the glue reads as `result-too-large`.
 
 Each run happens in a fresh instance, so nothing a run does survives it — except the cells of a
 session (`run_cell`), which share one instance and one globals dict. Every exception is caught
@@ -67,7 +64,7 @@ def _prepare(options, reseed=True) -> tuple:
     # seeds from a Rust thread-local generator whose state is itself part of the snapshot.
     if reseed:
         random.seed(int.from_bytes(os.urandom(32), "big"))
-    recursion, message, traceback, result = _binding.run_limits(options)
+    recursion, message, traceback, result = options
     sys.setrecursionlimit(max(50, int(recursion)))
     return Clip(message, traceback), int(result)
 
@@ -158,7 +155,7 @@ def run_tool(source, imports, args_json, options):
     except BaseException as e:
         return _binding.tool_result(False, to_failure(e, clip))
     if len(encoded) > max_result:
-        return _binding.tool_too_large(len(encoded))
+        return (False, len(encoded))
     return _binding.tool_result(True, encoded)
 
 
@@ -169,6 +166,8 @@ def run_tool(source, imports, args_json, options):
 _WARM_UP_SNIPPETS = ("print(1+1)", "raise ValueError('warm-up')",
                      "import asyncio\nawait asyncio.sleep(0)")
 _WARM_UP_TOOL = "def execute(args):\n    return {'echo': args}\n"
+# The warm-up runs' options: recursion limit, failure message and traceback clips, result size.
+_WARM_UP_OPTIONS = (1000, 4096, 8192, 1 << 20)
 _WARM_UP_ROUNDS = 8
 
 
@@ -179,11 +178,11 @@ def _warm_up() -> None:
         for _ in range(_WARM_UP_ROUNDS):
             for code in _WARM_UP_SNIPPETS:
                 try:
-                    run_snippet(code, _binding.WARM_UP_OPTIONS)
+                    run_snippet(code, _WARM_UP_OPTIONS)
                 except BaseException:  # the CPython binding raises a failure as its WIT error
                     pass
             try:
-                run_tool(_WARM_UP_TOOL, [], '{"x": [1, "a"]}', _binding.WARM_UP_OPTIONS)
+                run_tool(_WARM_UP_TOOL, [], '{"x": [1, "a"]}', _WARM_UP_OPTIONS)
             except BaseException:
                 pass
     finally:

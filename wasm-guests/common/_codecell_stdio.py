@@ -4,10 +4,11 @@ The host caps what it captures; this module only makes sure output reaches the h
 (each line, so nothing is lost when a run is stopped) and that printing a huge string never
 needs a second, encoded copy of it: in the CPython guest a 100 MB print under a 128 MiB memory
 cap reaches the output cap instead of the memory cap. The bytes go out through
-`_codecell_binding.write`, which also supplies the streams' `.buffer` and installs them.
+`_codecell_binding.write`.
 """
 
 import io
+import sys
 
 import _codecell_binding as _binding
 
@@ -17,12 +18,13 @@ CHUNK = 64 * 1024
 class ChunkedWriter(io.TextIOBase):
     """A text stream over a file descriptor that flushes on newline and encodes in 64 KiB chunks."""
 
-    def __init__(self, fd: int, buffer):
+    def __init__(self, fd: int):
         self._fd = fd
         self._pending = []
         self._size = 0
-        # Code that writes bytes (`sys.stdout.buffer.write`) still reaches the same descriptor.
-        self.buffer = buffer
+        # Code that writes bytes (`sys.stdout.buffer.write`) still reaches the same descriptor,
+        # after the text written before it, as on native Python.
+        self.buffer = RawBuffer(fd, self._emit_pending)
 
     @property
     def encoding(self):
@@ -56,7 +58,9 @@ class ChunkedWriter(io.TextIOBase):
         return len(s)
 
     def flush(self):
-        self.buffer.flush()
+        self._emit_pending()
+
+    def _emit_pending(self):
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
@@ -68,8 +72,32 @@ class ChunkedWriter(io.TextIOBase):
             raise OSError("the output stream is closed")
 
 
+class RawBuffer:
+    """A text stream's `.buffer`: bytes written go to the descriptor at once, unbuffered, once
+    the text stream's pending text (`before_write`) has gone out."""
+
+    def __init__(self, fd, before_write):
+        self._fd = fd
+        self._before_write = before_write
+
+    def write(self, data):
+        data = bytes(data)
+        self._before_write()
+        if not _binding.write(self._fd, data):
+            raise OSError("the output stream is closed")
+        return len(data)
+
+    def flush(self):
+        pass
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self._fd
+
+
 def install() -> None:
     """Replaces sys.stdout and sys.stderr (done once, before any snapshot is taken)."""
-    stdout = ChunkedWriter(1, _binding.byte_buffer(1))
-    stderr = ChunkedWriter(2, _binding.byte_buffer(2))
-    _binding.set_std_streams(stdout, stderr)
+    sys.stdout = sys.__stdout__ = ChunkedWriter(1)
+    sys.stderr = sys.__stderr__ = ChunkedWriter(2)

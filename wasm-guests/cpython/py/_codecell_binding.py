@@ -9,7 +9,6 @@ WIT-safe (lone surrogates become U+FFFD) before they cross. Output goes out with
 import asyncio.events
 import os
 import re
-import sys
 
 import _codecell_host
 
@@ -63,44 +62,6 @@ def write(fd, data):
     return True
 
 
-class _RawBuffer:
-    """`sys.stdout.buffer`: bytes written go straight to the descriptor, unbuffered, as in the
-    RustPython guest (`_codecell_stdio` does the buffering and the caps)."""
-
-    def __init__(self, fd):
-        self._fd = fd
-
-    def write(self, data):
-        data = bytes(data)
-        write(self._fd, data)
-        return len(data)
-
-    def flush(self):
-        pass
-
-    def writable(self):
-        return True
-
-    def fileno(self):
-        return self._fd
-
-
-def byte_buffer(fd):
-    return _RawBuffer(fd)
-
-
-def set_std_streams(stdout, stderr):
-    sys.stdout = sys.__stdout__ = stdout
-    sys.stderr = sys.__stderr__ = stderr
-
-
-def run_limits(options):
-    return options
-
-
-WARM_UP_OPTIONS = (1000, 4096, 8192, 1 << 20)
-
-
 def _failure(failure):
     """The failure tuple with WIT-safe strings (c/shim.c reads them as UTF-8)."""
     try:
@@ -119,8 +80,3 @@ def tool_result(ok, value):
     if ok:
         return (True, _wit_str(value))
     return (False, _failure(value))
-
-
-def tool_too_large(chars):
-    # An int where a failure tuple would be: c/shim.c reads it as `result-too-large`.
-    return (False, chars)

@@ -8,7 +8,6 @@ of ints and reads a failure as the `(kind, message, traceback, line)` tuple itse
 """
 
 import signal
-import sys
 import time
 
 import _codecell_host
@@ -35,52 +34,9 @@ if not hasattr(signal, "SIGINT"):
     signal.SIGINT = 2
 
 
-class _RawBuffer:
-    """`sys.stdout.buffer`: code that writes bytes still reaches the same descriptor."""
-
-    def __init__(self, fd):
-        self._fd = fd
-
-    def write(self, data):
-        data = bytes(data)
-        if not write(self._fd, data):
-            raise OSError("the output stream is closed")
-        return len(data)
-
-    def flush(self):
-        pass
-
-    def writable(self):
-        return True
-
-    def fileno(self):
-        return self._fd
-
-
-def byte_buffer(fd):
-    return _RawBuffer(fd)
-
-
-def set_std_streams(stdout, stderr):
-    sys.stdout = sys.__stdout__ = stdout
-    sys.stderr = sys.__stderr__ = stderr
-
-
-def run_limits(options):
-    return options
-
-
-WARM_UP_OPTIONS = (1000, 4096, 8192, 1 << 20)
-
-
 def snippet_result(failure):
     return failure
 
 
 def tool_result(ok, value):
     return (ok, value)
-
-
-def tool_too_large(chars):
-    # An int where a failure tuple would be: src/lib.rs reads it as `result-too-large`.
-    return (False, chars)

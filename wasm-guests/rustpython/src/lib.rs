@@ -146,7 +146,7 @@ fn small_int(obj: &PyObjectRef) -> Option<u32> {
         .and_then(|i| u32::try_from(i.as_bigint()).ok())
 }
 
-/// The run options as the Python half reads them (`_codecell_binding.run_limits`).
+/// The run options as the Python half reads them (`_codecell_exports._prepare`).
 fn options_tuple(vm: &VirtualMachine, options: &RunOptions) -> PyObjectRef {
     let items = [
         options.recursion_limit,
