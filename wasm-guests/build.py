@@ -207,7 +207,7 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     native_dir.mkdir()
     # Only a build tool (the cross build's generators and freeze.py run on it), so it is built for
     # build time, not speed: -O1 and no test modules, 1.2 minutes on 2 cores where CPython's
-    # defaults take 3 (docs/performance.md).
+    # defaults take 2.3 (docs/performance.md).
     subprocess.run([str(source / "configure"), "--without-ensurepip", "--disable-test-modules"], cwd=native_dir,
                    env=dict(os.environ, OPT="-DNDEBUG -O1"), check=True, stdout=subprocess.DEVNULL)
     make(native_dir, "make.log")

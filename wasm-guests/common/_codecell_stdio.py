@@ -24,7 +24,7 @@ class ChunkedWriter(io.TextIOBase):
         self._size = 0
         # Code that writes bytes (`sys.stdout.buffer.write`) still reaches the same descriptor,
         # after the text written before it, as on native Python.
-        self.buffer = RawBuffer(fd, self._emit_pending)
+        self.buffer = RawBuffer(fd, self.flush)
 
     @property
     def encoding(self):
@@ -58,9 +58,6 @@ class ChunkedWriter(io.TextIOBase):
         return len(s)
 
     def flush(self):
-        self._emit_pending()
-
-    def _emit_pending(self):
         if self._pending:
             text = "".join(self._pending)
             self._pending.clear()
@@ -68,8 +65,7 @@ class ChunkedWriter(io.TextIOBase):
             self._emit(text)
 
     def _emit(self, text):
-        if not _binding.write(self._fd, text.encode("utf-8", "backslashreplace")):
-            raise OSError("the output stream is closed")
+        _write(self._fd, text.encode("utf-8", "backslashreplace"))
 
 
 class RawBuffer:
@@ -83,8 +79,7 @@ class RawBuffer:
     def write(self, data):
         data = bytes(data)
         self._before_write()
-        if not _binding.write(self._fd, data):
-            raise OSError("the output stream is closed")
+        _write(self._fd, data)
         return len(data)
 
     def flush(self):
@@ -95,6 +90,11 @@ class RawBuffer:
 
     def fileno(self):
         return self._fd
+
+
+def _write(fd, data):
+    if not _binding.write(fd, data):
+        raise OSError("the output stream is closed")
 
 
 def install() -> None:
