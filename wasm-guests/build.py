@@ -43,7 +43,7 @@ ZLIB_SOURCE = (
 # zig's clang and wasi-libc, from PyPI: the C compiler for wasm32-wasi.
 ZIGLANG = "ziglang==0.17.0"
 # Bumped when build_cpython_libraries' flags change, so the kept CPython build is redone.
-CPYTHON_BUILD_KEY = "static-pymalloc-thinlto-3"
+CPYTHON_BUILD_KEY = "static-pymalloc-thinlto-nowrapv-pointer-4"
 RUST_TARGET = "wasm32-wasip2"
 ROOT = Path(__file__).resolve().parent.parent
 GUESTS = ROOT / "wasm-guests"
@@ -220,11 +220,16 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     # CPython's optimisation flags without its -g (the guest is stripped; debug info only slows
     # the link).
     env = dict(os.environ, CONFIG_SITE=sites, OPT="-DNDEBUG -O3 -Wall")
+    # CPython asks for -fno-strict-overflow, which clang 20 and later take to mean wrapping pointer
+    # arithmetic too. Then no field offset can go into a wasm load's offset immediate (a third of
+    # the guest's loads and stores had an `i32.add` of their own). Signed integers still wrap, as
+    # CPython relies on; pointers are as in every clang build of CPython before clang 20.
+    cflags = f"-D_WASI_EMULATED_MMAN -fno-wrapv-pointer {lto}".strip()
     subprocess.run(
         [str(source / "configure"), "-C", "--host=wasm32-wasip1", "--build=" + run_out([str(source / "config.guess")]).strip(),
          f"--with-build-python={native}", "--with-pymalloc", "--disable-test-modules",
          "PKG_CONFIG_PATH=", "PKG_CONFIG_LIBDIR=/nonexistent", f"CC={cc}", f"AR={ar}", f"CPP={cc} -E",
-         f"CFLAGS=-D_WASI_EMULATED_MMAN {lto}".strip(), "LIBS=-lwasi-emulated-mman",
+         f"CFLAGS={cflags}", "LIBS=-lwasi-emulated-mman",
          f"ZLIB_CFLAGS=-I{zlib_prefix / 'include'}", f"ZLIB_LIBS=-L{zlib_prefix / 'lib'} -lz"],
         cwd=wasm_dir, env=env, check=True, stdout=subprocess.DEVNULL,
     )
