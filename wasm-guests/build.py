@@ -220,10 +220,10 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     # CPython's optimisation flags without its -g (the guest is stripped; debug info only slows
     # the link).
     env = dict(os.environ, CONFIG_SITE=sites, OPT="-DNDEBUG -O3 -Wall")
-    # CPython asks for -fno-strict-overflow, which clang 20 and later take to mean wrapping pointer
-    # arithmetic too. Then no field offset can go into a wasm load's offset immediate (a third of
-    # the guest's loads and stores had an `i32.add` of their own). Signed integers still wrap, as
-    # CPython relies on; pointers are as in every clang build of CPython before clang 20.
+    # CPython asks for -fno-strict-overflow, which makes pointer arithmetic wrap as well as signed
+    # integers (clang's -fwrapv-pointer). Then no field offset can go into a wasm load's offset
+    # immediate (a third of the guest's loads and stores had an `i32.add` of their own). This
+    # takes back the pointer half only: signed integers still wrap.
     cflags = f"-D_WASI_EMULATED_MMAN -fno-wrapv-pointer {lto}".strip()
     subprocess.run(
         [str(source / "configure"), "-C", "--host=wasm32-wasip1", "--build=" + run_out([str(source / "config.guess")]).strip(),
