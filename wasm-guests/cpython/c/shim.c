@@ -87,6 +87,49 @@ static PyObject *outcome(int ok, PyObject *value) {
     return Py_BuildValue("(ON)", ok ? Py_True : Py_False, value);
 }
 
+/* The host's list answers are records, each a fixed header whose last four bytes are the
+ * length of the bytes that follow it. Decodes them into a list, one item a record from
+ * `item(header, body, len)`; a truncated record ends the list. NULL with an exception set when an
+ * item cannot be made. */
+static PyObject *decode_records(const cc_buf *b, size_t header,
+                                PyObject *(*item)(const uint8_t *, const char *, uint32_t)) {
+    PyObject *list = PyList_New(0);
+    size_t at = 0;
+    while (list != NULL && at + header <= b->len) {
+        uint32_t n;
+        memcpy(&n, b->ptr + at + header - 4, 4);
+        const uint8_t *head = b->ptr + at;
+        at += header;
+        if (n > b->len - at) {
+            break;
+        }
+        PyObject *value = item(head, (const char *)b->ptr + at, n);
+        at += n;
+        if (value == NULL || PyList_Append(list, value) < 0) {
+            Py_XDECREF(value);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(value);
+    }
+    return list;
+}
+
+/* An `ls` entry: a name, decoded with replacement (the host sends UTF-8). */
+static PyObject *ls_entry(const uint8_t *head, const char *body, uint32_t len) {
+    (void)head;
+    return PyUnicode_DecodeUTF8(body, len, "replace");
+}
+
+/* A finished tool call: (handle, ok, JSON text) from a handle (8 bytes), an ok flag (1 byte) and
+ * the length. */
+static PyObject *finished_call(const uint8_t *head, const char *body, uint32_t len) {
+    uint64_t handle;
+    memcpy(&handle, head, 8);
+    return Py_BuildValue("(KOs#)", (unsigned long long)handle, head[8] ? Py_True : Py_False, body,
+                         (Py_ssize_t)len);
+}
+
 static PyObject *host_ls(PyObject *self, PyObject *args) {
     const char *path;
     Py_ssize_t len;
@@ -98,24 +141,7 @@ static PyObject *host_ls(PyObject *self, PyObject *args) {
     if (!ok) {
         return outcome(0, decode(&out));
     }
-    PyObject *list = PyList_New(0);
-    size_t at = 0;
-    while (list != NULL && at + 4 <= out.len) {
-        uint32_t n;
-        memcpy(&n, out.ptr + at, 4);
-        at += 4;
-        if (n > out.len - at) {
-            break;
-        }
-        PyObject *item = PyUnicode_DecodeUTF8((const char *)out.ptr + at, n, "replace");
-        at += n;
-        if (item == NULL || PyList_Append(list, item) < 0) {
-            Py_XDECREF(item);
-            Py_CLEAR(list);
-            break;
-        }
-        Py_DECREF(item);
-    }
+    PyObject *list = decode_records(&out, 4, ls_entry);
     free(out.ptr);
     return outcome(1, list);
 }
@@ -178,29 +204,7 @@ static PyObject *host_wait_tool_calls(PyObject *self, PyObject *args) {
     }
     cc_buf out = {NULL, 0};
     cc_host_wait_tool_calls(has_timeout, timeout_us, &out);
-    PyObject *list = PyList_New(0);
-    size_t at = 0;
-    while (list != NULL && at + 13 <= out.len) {
-        uint64_t handle;
-        uint32_t n;
-        memcpy(&handle, out.ptr + at, 8);
-        int ok = out.ptr[at + 8];
-        memcpy(&n, out.ptr + at + 9, 4);
-        at += 13;
-        if (n > out.len - at) {
-            break;
-        }
-        PyObject *item = Py_BuildValue("(KOs#)", (unsigned long long)handle,
-                                       ok ? Py_True : Py_False, (const char *)out.ptr + at,
-                                       (Py_ssize_t)n);
-        at += n;
-        if (item == NULL || PyList_Append(list, item) < 0) {
-            Py_XDECREF(item);
-            Py_CLEAR(list);
-            break;
-        }
-        Py_DECREF(item);
-    }
+    PyObject *list = decode_records(&out, 13, finished_call);
     free(out.ptr);
     return list;
 }
