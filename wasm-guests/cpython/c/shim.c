@@ -96,9 +96,9 @@ static PyObject *decode_records(const cc_buf *b, size_t header,
     PyObject *list = PyList_New(0);
     size_t at = 0;
     while (list != NULL && at + header <= b->len) {
-        uint32_t n;
-        memcpy(&n, b->ptr + at + header - 4, 4);
         const uint8_t *head = b->ptr + at;
+        uint32_t n;
+        memcpy(&n, head + header - 4, 4);
         at += header;
         if (n > b->len - at) {
             break;
@@ -115,14 +115,17 @@ static PyObject *decode_records(const cc_buf *b, size_t header,
     return list;
 }
 
-/* An `ls` entry: a name, decoded with replacement (the host sends UTF-8). */
+/* An `ls` entry: a name, decoded with replacement (the host sends UTF-8). Its header is the
+ * length alone. */
+#define LS_ENTRY_HEADER 4
 static PyObject *ls_entry(const uint8_t *head, const char *body, uint32_t len) {
     (void)head;
     return PyUnicode_DecodeUTF8(body, len, "replace");
 }
 
-/* A finished tool call: (handle, ok, JSON text) from a handle (8 bytes), an ok flag (1 byte) and
- * the length. */
+/* A finished tool call: (handle, ok, JSON text). Its header is a handle (8 bytes), an ok flag
+ * (1 byte) and the length. */
+#define FINISHED_CALL_HEADER 13
 static PyObject *finished_call(const uint8_t *head, const char *body, uint32_t len) {
     uint64_t handle;
     memcpy(&handle, head, 8);
@@ -141,7 +144,7 @@ static PyObject *host_ls(PyObject *self, PyObject *args) {
     if (!ok) {
         return outcome(0, decode(&out));
     }
-    PyObject *list = decode_records(&out, 4, ls_entry);
+    PyObject *list = decode_records(&out, LS_ENTRY_HEADER, ls_entry);
     free(out.ptr);
     return outcome(1, list);
 }
@@ -204,7 +207,7 @@ static PyObject *host_wait_tool_calls(PyObject *self, PyObject *args) {
     }
     cc_buf out = {NULL, 0};
     cc_host_wait_tool_calls(has_timeout, timeout_us, &out);
-    PyObject *list = decode_records(&out, 13, finished_call);
+    PyObject *list = decode_records(&out, FINISHED_CALL_HEADER, finished_call);
     free(out.ptr);
     return list;
 }
