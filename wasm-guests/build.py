@@ -43,13 +43,20 @@ ZLIB_SOURCE = (
 # zig's clang and wasi-libc, from PyPI: the C compiler for wasm32-wasi.
 ZIGLANG = "ziglang==0.17.0"
 # Bumped when build_cpython_libraries' flags change, so the kept CPython build is redone.
-CPYTHON_BUILD_KEY = "static-pymalloc-thinlto-nowrapv-pointer-4"
+CPYTHON_BUILD_KEY = "static-pymalloc-thinlto-nowrapv-pointer-pgo-5"
 RUST_TARGET = "wasm32-wasip2"
 ROOT = Path(__file__).resolve().parent.parent
 GUESTS = ROOT / "wasm-guests"
 OUT = ROOT / "target" / "guests"
 VENV = ROOT / "target" / "guest-venv"
 CPYTHON_WORK = ROOT / "target" / "cpython-guest"
+# The execution profile CPython's C is optimised with: block counts from a training run of an
+# instrumented guest, made by wasm-guests/cpython/pgo/profile.py (its README says how and why).
+PGO_PROFILE = GUESTS / "cpython" / "pgo" / "cpython.profdata"
+# A profile names a static function after its file's path unless told otherwise, and CPython
+# compiles its files by absolute path: named after the file alone, a profile made in one checkout
+# applies in any other. The training build and the optimised one both need this.
+PGO_NAMING = "-mllvm -static-func-full-module-prefix=false"
 
 
 def log(msg: str) -> None:
@@ -173,21 +180,46 @@ def cpython_source_dir() -> Path:
     return CPYTHON_WORK / f"Python-{version}"
 
 
+def profile_use_flags() -> str:
+    """The flags that optimise CPython's C with PGO_PROFILE. Functions the profile does not know
+    (never run in training, or changed since) are optimised without counts, as before, so clang's
+    warnings about them are silenced."""
+    if not PGO_PROFILE.is_file():
+        raise SystemExit(f"{PGO_PROFILE.relative_to(ROOT)} is missing: restore it from git, or make it anew with "
+                         "wasm-guests/cpython/pgo/profile.py")
+    return (f"-fprofile-use={PGO_PROFILE} {PGO_NAMING} -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date"
+            " -Wno-profile-instr-missing")
+
+
 def build_cpython_libraries(bin_dir: Path) -> tuple:
     """Builds CPython for the build machine (the cross build's interpreter, and freeze.py's) and
     for wasm32-wasip1 as static libraries, with zlib; returns (native python, libs folder).
 
     Kept across guest builds: redone only when CPYTHON_BUILD_KEY (the sources, the configure
-    answers, this function's flags) changes."""
+    answers, this function's flags) or the profile changes."""
     lto = cross_file_optimisation(bin_dir)
     # Not keyed by this file as a whole: CPYTHON_BUILD_KEY stands for the flags below.
-    key = hash_inputs([GUESTS / "cpython" / "config.site"], "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY, lto]),
-                      include_self=False)
+    key = hash_inputs([GUESTS / "cpython" / "config.site", PGO_PROFILE],
+                      "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY, lto]), include_self=False)
     libs = CPYTHON_WORK / "libs"
     native = CPYTHON_WORK / "native" / "python"
     stamp = CPYTHON_WORK / "libraries.inputs"
     if stamp.exists() and stamp.read_text().strip() == key and native.exists():
         return native, libs
+    flags = f"{lto} {profile_use_flags()}"
+    native, zlib_prefix = build_cpython_native(bin_dir)
+    archives = build_cpython_wasm(bin_dir, native, zlib_prefix, CPYTHON_WORK / "wasm", flags)
+    shutil.rmtree(libs, ignore_errors=True)
+    libs.mkdir()
+    for name, path in archives.items():
+        shutil.copyfile(path, libs / name)
+    stamp.write_text(key + "\n")
+    return native, libs
+
+
+def build_cpython_native(bin_dir: Path) -> tuple:
+    """Unpacks CPython and zlib, builds zlib for wasm32-wasi and CPython for the build machine;
+    returns (native python, zlib's install prefix)."""
     downloads = CPYTHON_WORK / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     source = unpack(fetch(CPYTHON_SOURCE[0], CPYTHON_SOURCE[1], downloads / CPYTHON_SOURCE[0].rsplit("/", 1)[1]), CPYTHON_WORK)
@@ -211,11 +243,18 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     subprocess.run([str(source / "configure"), "--without-ensurepip", "--disable-test-modules"], cwd=native_dir,
                    env=dict(os.environ, OPT="-DNDEBUG -O1"), check=True, stdout=subprocess.DEVNULL)
     make(native_dir, "make.log")
+    return native_dir / "python", zlib_prefix
 
+
+def build_cpython_wasm(bin_dir: Path, native: Path, zlib_prefix: Path, wasm_dir: Path, flags: str) -> dict:
+    """Configures and makes CPython for wasm32-wasip1 in `wasm_dir`, its own C compiled with
+    `flags` on top of CPython's; returns the static libraries the guest links, by file name
+    (CPython's, its bundled libraries', zlib and WASI's emulation libraries)."""
     log("building CPython for wasm32-wasip1 (about 2 minutes)")
-    wasm_dir = CPYTHON_WORK / "wasm"
+    source = cpython_source_dir()
+    cc, ar = (str(bin_dir / f"wasm32-wasi-{n}") for n in ("cc", "ar"))
     shutil.rmtree(wasm_dir, ignore_errors=True)
-    wasm_dir.mkdir()
+    wasm_dir.mkdir(parents=True)
     sites = f"{source / 'Tools' / 'wasm' / 'config.site-wasm32-wasi'} {GUESTS / 'cpython' / 'config.site'}"
     # CPython's optimisation flags without its -g (the guest is stripped; debug info only slows
     # the link).
@@ -224,7 +263,7 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     # integers (clang's -fwrapv-pointer). Then no field offset can go into a wasm load's offset
     # immediate (a third of the guest's loads and stores had an `i32.add` of their own). This
     # takes back the pointer half only: signed integers still wrap.
-    cflags = f"-D_WASI_EMULATED_MMAN -fno-wrapv-pointer {lto}".strip()
+    cflags = "-D_WASI_EMULATED_MMAN -fno-wrapv-pointer"
     subprocess.run(
         [str(source / "configure"), "-C", "--host=wasm32-wasip1", "--build=" + run_out([str(source / "config.guess")]).strip(),
          f"--with-build-python={native}", "--with-pymalloc", "--disable-test-modules",
@@ -239,16 +278,20 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
         "libexpat.a": wasm_dir / "Modules/expat/libexpat.a",
         "libHacl_Hash_SHA2.a": wasm_dir / "Modules/_hacl/libHacl_Hash_SHA2.a",
     }
-    make(wasm_dir, "make.log", "CFLAGS_NODIST=-Wno-date-time",
+    # `flags` go in CFLAGS_NODIST, as CPython's own PGO and LTO flags do: its objects get them,
+    # configure's test programs (which -fprofile-generate could not link) do not.
+    make(wasm_dir, "make.log", f"CFLAGS_NODIST=-Wno-date-time {flags}".strip(),
          *(str(p.relative_to(wasm_dir)) for p in archives.values()))
-    shutil.rmtree(libs, ignore_errors=True)
-    libs.mkdir()
-    for name, path in archives.items():
-        shutil.copyfile(path, libs / name)
-    shutil.copyfile(zlib_prefix / "lib" / "libz.a", libs / "libz.a")
-    # WASI's emulation libraries (mmap, signals, getpid, process clocks) CPython's configure asks
-    # for, compiled from zig's copy of wasi-libc's sources into one archive (the preview 2 libc
-    # rustc links has none of them).
+    archives["libz.a"] = zlib_prefix / "lib" / "libz.a"
+    archives["libwasi-emulated.a"] = build_wasi_emulated(bin_dir)
+    return archives
+
+
+def build_wasi_emulated(bin_dir: Path) -> Path:
+    """WASI's emulation libraries (mmap, signals, getpid, process clocks) CPython's configure asks
+    for, compiled from zig's copy of wasi-libc's sources into one archive (the preview 2 libc
+    rustc links has none of them)."""
+    cc, ar = (str(bin_dir / f"wasm32-wasi-{n}") for n in ("cc", "ar"))
     emulated = CPYTHON_WORK / "emulated"
     shutil.rmtree(emulated, ignore_errors=True)
     emulated.mkdir()
@@ -264,9 +307,9 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
     subprocess.run([cc, "-c", "-O2", "-D_WASI_EMULATED_SIGNAL", *(f"-I{d / sub}" for d in (wasi_musl, musl) for sub in ("include", "internal")),
                     str(musl / "string" / "strsignal.c"), "-o", str(obj)], check=True)
     objects.append(str(obj))
-    subprocess.run([ar, "rcs", str(libs / "libwasi-emulated.a"), *objects], check=True)
-    stamp.write_text(key + "\n")
-    return native, libs
+    archive = emulated / "libwasi-emulated.a"
+    subprocess.run([ar, "rcs", str(archive), *objects], check=True)
+    return archive
 
 
 def cross_file_optimisation(bin_dir: Path) -> str:
@@ -288,7 +331,7 @@ def build_cpython(force: bool) -> None:
     wasm = OUT / "cpython.wasm"
     crate = GUESTS / "cpython"
     inputs = [GUESTS / "wit", GUESTS / "common", crate / "src", crate / "c", crate / "py", crate / "Cargo.toml",
-              crate / "Cargo.lock", crate / "build.rs", crate / "freeze.py", crate / "config.site"]
+              crate / "Cargo.lock", crate / "build.rs", crate / "freeze.py", crate / "config.site", PGO_PROFILE]
     extra = "\0".join([rustc_version(), RUST_TARGET, *CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, CPYTHON_BUILD_KEY])
     digest = hash_inputs(inputs, extra)
     if not force and up_to_date(wasm, digest):
@@ -297,25 +340,34 @@ def build_cpython(force: bool) -> None:
     ensure_wasip2_target()
     bin_dir = ensure_zig()
     native, libs = build_cpython_libraries(bin_dir)
-    source = cpython_source_dir()
-    log("compiling the guest's C half and freezing its Python")
-    shim = CPYTHON_WORK / "shim.o"
-    subprocess.run([str(bin_dir / "wasm32-wasi-cc"), "-c", "-O2", "-Wall", "-Werror", "-D_WASI_EMULATED_MMAN",
-                    f"-I{source / 'Include'}", f"-I{CPYTHON_WORK / 'wasm'}", str(crate / "c" / "shim.c"), "-o", str(shim)],
-                   check=True)
-    (libs / "libcodecell_shim.a").unlink(missing_ok=True)
-    subprocess.run([str(bin_dir / "wasm32-wasi-ar"), "rcs", str(libs / "libcodecell_shim.a"), str(shim)], check=True)
-    frozen = CPYTHON_WORK / "frozen.bin"
-    subprocess.run([str(native), "-I", "-S", "-B", str(crate / "freeze.py"), str(source / "Lib"), str(GUESTS / "common"),
-                    str(crate / "py"), str(frozen)], check=True)
-    target_dir = CPYTHON_WORK / "cargo"
-    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir), CODECELL_STATIC_LIBS=str(libs), CODECELL_FROZEN_BLOB=str(frozen))
-    log("linking the CPython guest")
-    subprocess.run(["cargo", "build", "--release", "--locked", "--target", RUST_TARGET], cwd=crate, env=env, check=True)
-    built = target_dir / RUST_TARGET / "release" / "codecell_guest_cpython.wasm"
+    built = link_cpython_guest(bin_dir, native, CPYTHON_WORK / "wasm", libs, CPYTHON_WORK / "cargo")
     tmp = OUT / "cpython.wasm.tmp"
     shutil.copyfile(built, tmp)
     finish(tmp, wasm, digest)
+
+
+def link_cpython_guest(bin_dir: Path, native: Path, wasm_dir: Path, libs: Path, target_dir: Path, shim_flags=(),
+                       shim_objects=()) -> Path:
+    """Compiles c/shim.c (with `shim_flags`, against the pyconfig.h of the CPython build in
+    `wasm_dir`) into `libs` beside `shim_objects`, freezes the Python and links the guest with
+    cargo in `target_dir`; returns the component cargo wrote."""
+    crate = GUESTS / "cpython"
+    source = cpython_source_dir()
+    log("compiling the guest's C half and freezing its Python")
+    shim = libs / "shim.o"
+    subprocess.run([str(bin_dir / "wasm32-wasi-cc"), "-c", "-O2", "-Wall", "-Werror", "-D_WASI_EMULATED_MMAN", *shim_flags,
+                    f"-I{source / 'Include'}", f"-I{wasm_dir}", str(crate / "c" / "shim.c"), "-o", str(shim)],
+                   check=True)
+    (libs / "libcodecell_shim.a").unlink(missing_ok=True)
+    subprocess.run([str(bin_dir / "wasm32-wasi-ar"), "rcs", str(libs / "libcodecell_shim.a"), str(shim), *map(str, shim_objects)],
+                   check=True)
+    frozen = CPYTHON_WORK / "frozen.bin"
+    subprocess.run([str(native), "-I", "-S", "-B", str(crate / "freeze.py"), str(source / "Lib"), str(GUESTS / "common"),
+                    str(crate / "py"), str(frozen)], check=True)
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir), CODECELL_STATIC_LIBS=str(libs), CODECELL_FROZEN_BLOB=str(frozen))
+    log("linking the CPython guest")
+    subprocess.run(["cargo", "build", "--release", "--locked", "--target", RUST_TARGET], cwd=crate, env=env, check=True)
+    return target_dir / RUST_TARGET / "release" / "codecell_guest_cpython.wasm"
 
 
 def ensure_wasip2_target() -> None:

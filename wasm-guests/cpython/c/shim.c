@@ -221,6 +221,25 @@ static PyObject *host_cancel_tool_call(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+#ifdef CODECELL_PGO_GENERATE
+/* In the training build's profile runtime (wasm-guests/cpython/pgo/platform.c). */
+extern int codecell_pgo_profile(char **out, size_t *len);
+
+/* The raw profile of everything this instance has run so far, as bytes. */
+static PyObject *host_pgo_profile(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    char *profile;
+    size_t len;
+    if (codecell_pgo_profile(&profile, &len) != 0) {
+        return PyErr_NoMemory();
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(profile, (Py_ssize_t)len);
+    free(profile);
+    return bytes;
+}
+#endif
+
 static PyMethodDef host_methods[] = {
     {"ls", host_ls, METH_VARARGS, "Lists a directory of the tool tree: (True, names) or (False, message)."},
     {"read", host_read, METH_VARARGS, "Reads a file of the tool tree: (True, text) or (False, message)."},
@@ -228,6 +247,9 @@ static PyMethodDef host_methods[] = {
     {"start_tool_call", host_start_tool_call, METH_VARARGS, "Starts a tool call: (True, handle) or (False, message)."},
     {"wait_tool_calls", host_wait_tool_calls, METH_VARARGS, "Waits for started calls: [(handle, ok, value)]."},
     {"cancel_tool_call", host_cancel_tool_call, METH_VARARGS, "Drops a started call."},
+#ifdef CODECELL_PGO_GENERATE
+    {"pgo_profile", host_pgo_profile, METH_NOARGS, "The raw profile of this instance's runs so far."},
+#endif
     {NULL, NULL, 0, NULL},
 };
 
