@@ -44,6 +44,8 @@ ZLIB_SOURCE = (
 ZIGLANG = "ziglang==0.17.0"
 # Bumped when build_cpython_libraries' flags change, so the kept CPython build is redone.
 CPYTHON_BUILD_KEY = "static-pymalloc-thinlto-nowrapv-pointer-pgo-5"
+# Bumped when build_cpython_native's flags change.
+NATIVE_BUILD_KEY = "o1-no-test-modules-1"
 RUST_TARGET = "wasm32-wasip2"
 ROOT = Path(__file__).resolve().parent.parent
 GUESTS = ROOT / "wasm-guests"
@@ -208,18 +210,28 @@ def build_cpython_libraries(bin_dir: Path) -> tuple:
         return native, libs
     flags = f"{lto} {profile_use_flags()}"
     native, zlib_prefix = build_cpython_native(bin_dir)
-    archives = build_cpython_wasm(bin_dir, native, zlib_prefix, CPYTHON_WORK / "wasm", flags)
-    shutil.rmtree(libs, ignore_errors=True)
-    libs.mkdir()
-    for name, path in archives.items():
-        shutil.copyfile(path, libs / name)
+    collect_libraries(build_cpython_wasm(bin_dir, native, zlib_prefix, CPYTHON_WORK / "wasm", flags), libs)
     stamp.write_text(key + "\n")
     return native, libs
 
 
+def collect_libraries(archives: dict, libs: Path) -> None:
+    """Copies `archives` (file name: path, as build_cpython_wasm returns them) into a fresh `libs`."""
+    shutil.rmtree(libs, ignore_errors=True)
+    libs.mkdir()
+    for name, path in archives.items():
+        shutil.copyfile(path, libs / name)
+
+
 def build_cpython_native(bin_dir: Path) -> tuple:
     """Unpacks CPython and zlib, builds zlib for wasm32-wasi and CPython for the build machine;
-    returns (native python, zlib's install prefix)."""
+    returns (native python, zlib's install prefix). Kept while its sources and zig stay the same."""
+    key = hash_inputs([], "\0".join([*CPYTHON_SOURCE, *ZLIB_SOURCE, ZIGLANG, NATIVE_BUILD_KEY]), include_self=False)
+    stamp = CPYTHON_WORK / "native.inputs"
+    native, zlib_prefix = CPYTHON_WORK / "native" / "python", CPYTHON_WORK / "zlib"
+    if stamp.exists() and stamp.read_text().strip() == key and native.exists() and (zlib_prefix / "lib" / "libz.a").exists():
+        return native, zlib_prefix
+    stamp.unlink(missing_ok=True)
     downloads = CPYTHON_WORK / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     source = unpack(fetch(CPYTHON_SOURCE[0], CPYTHON_SOURCE[1], downloads / CPYTHON_SOURCE[0].rsplit("/", 1)[1]), CPYTHON_WORK)
@@ -243,7 +255,8 @@ def build_cpython_native(bin_dir: Path) -> tuple:
     subprocess.run([str(source / "configure"), "--without-ensurepip", "--disable-test-modules"], cwd=native_dir,
                    env=dict(os.environ, OPT="-DNDEBUG -O1"), check=True, stdout=subprocess.DEVNULL)
     make(native_dir, "make.log")
-    return native_dir / "python", zlib_prefix
+    stamp.write_text(key + "\n")
+    return native, zlib_prefix
 
 
 def build_cpython_wasm(bin_dir: Path, native: Path, zlib_prefix: Path, wasm_dir: Path, flags: str) -> dict:
