@@ -185,11 +185,22 @@ def cpython_source_dir() -> Path:
 def profile_use_flags() -> str:
     """The flags that optimise CPython's C with PGO_PROFILE. Functions the profile does not know
     (never run in training, or changed since) are optimised without counts, as before, so clang's
-    warnings about them are silenced."""
+    warnings about them are silenced.
+
+    clang is given a copy named by the profile's sha256, not PGO_PROFILE itself: zig's compile
+    cache keys an object by its command line, not by the files a flag names, so at one path a
+    changed profile would leave every cached object compiled with the old one."""
     if not PGO_PROFILE.is_file():
         raise SystemExit(f"{PGO_PROFILE.relative_to(ROOT)} is missing: restore it from git, or make it anew with "
                          "wasm-guests/cpython/pgo/profile.py")
-    return (f"-fprofile-use={PGO_PROFILE} {PGO_NAMING} -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date"
+    data = PGO_PROFILE.read_bytes()
+    named = CPYTHON_WORK / f"profile-{hashlib.sha256(data).hexdigest()[:16]}.profdata"
+    if not named.exists():
+        CPYTHON_WORK.mkdir(parents=True, exist_ok=True)
+        tmp = named.with_name(named.name + ".part")
+        tmp.write_bytes(data)
+        os.replace(tmp, named)
+    return (f"-fprofile-use={named} {PGO_NAMING} -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date"
             " -Wno-profile-instr-missing")
 
 
