@@ -11,8 +11,10 @@
 
 use crate::error::EngineError;
 use sha2::{Digest, Sha256};
+use std::fs::{File, TryLockError};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -109,9 +111,12 @@ pub(crate) fn load_or_compile(
 ) -> Result<Component, EngineError> {
     let platform = platform();
     let cached = artifact_path(engine, wasm, cache_dir, guest, &platform, prepare.is_some())?;
-    if cached.is_file()
-        && let Some(component) = load_cached(engine, &cached)
-    {
+    if let Some(component) = load_cached(engine, &cached) {
+        return Ok(component);
+    }
+    let _compiling = CompileLock::acquire(cache_dir, &cached, COMPILE_WAIT);
+    // Another process may have stored it while this one waited.
+    if let Some(component) = load_cached(engine, &cached) {
         return Ok(component);
     }
     let bytes = prepared(wasm, prepare)?;
@@ -138,6 +143,10 @@ pub(crate) fn precompile(
     prepare: Option<Prepare>,
 ) -> Result<PathBuf, EngineError> {
     let cached = artifact_path(engine, wasm, cache_dir, guest, platform, prepare.is_some())?;
+    if cached.is_file() {
+        return Ok(cached);
+    }
+    let _compiling = CompileLock::acquire(cache_dir, &cached, COMPILE_WAIT);
     if cached.is_file() {
         return Ok(cached);
     }
@@ -168,6 +177,9 @@ fn prepared(wasm: &Path, prepare: Option<Prepare>) -> Result<Vec<u8>, EngineErro
 /// denied" changing its protection), which used to send every process there to recompile the
 /// guest. Reading the file costs a copy but keeps the cache working.
 fn load_cached(engine: &Engine, cached: &Path) -> Option<Component> {
+    if !cached.is_file() {
+        return None;
+    }
     // SAFETY (both calls): the file was written by `Component::serialize` of an engine with the
     // same key, into a directory that only this user writes (see the module docs).
     if let Ok(component) = unsafe { Component::deserialize_file(engine, cached) } {
@@ -175,6 +187,68 @@ fn load_cached(engine: &Engine, cached: &Path) -> Option<Component> {
     }
     let bytes = std::fs::read(cached).ok()?;
     unsafe { Component::deserialize(engine, &bytes) }.ok()
+}
+
+/// How long a process waits for another one compiling the same artifact before it compiles the
+/// artifact too: a stuck or stopped compiler delays the others this much at most.
+const COMPILE_WAIT: Duration = Duration::from_secs(300);
+
+/// How often a waiting process tries the lock again.
+const COMPILE_POLL: Duration = Duration::from_millis(50);
+
+/// The right to compile one artifact, held by one process (or thread) at a time, so that the
+/// processes starting together on a cold cache (a test suite, a harness's workers) compile a
+/// guest once and the rest load it, where each used to compile it for itself (20–40 s of CPU and
+/// half a gigabyte each).
+///
+/// An OS file lock on `.{artifact}.lock` beside the artifact: the OS releases it when its holder
+/// exits, however it exits, so a crashed compiler leaves no lock that blocks. Locking is only an
+/// economy: whenever it cannot be had (a read-only cache directory, a file system without locks,
+/// a symlink in the lock's place, the wait over) the caller compiles without it, and `store`'s
+/// write-then-rename keeps concurrent writers correct.
+struct CompileLock {
+    path: PathBuf,
+    _file: File,
+}
+
+impl CompileLock {
+    /// Takes the lock for the artifact at `cached` in `dir`, waiting up to `wait` while another
+    /// holder compiles; `None` when it cannot be had.
+    fn acquire(dir: &Path, cached: &Path, wait: Duration) -> Option<CompileLock> {
+        std::fs::create_dir_all(dir).ok()?;
+        let name = cached.file_name()?.to_string_lossy();
+        let path = dir.join(format!(".{name}.lock"));
+        // Opening follows a symlink; the lock never writes, but a link is not ours to lock.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.file_type().is_file()) {
+            return None;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .ok()?;
+        let deadline = Instant::now() + wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Some(CompileLock { path, _file: file }),
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(COMPILE_POLL)
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for CompileLock {
+    /// Removes the lock file, then closes it (which unlocks). A process that opened it before
+    /// the removal gets the lock next and finds the artifact stored; one arriving after finds
+    /// the artifact before it looks for a lock.
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Compiled artifacts kept per guest name: each is 40–90 MB, and every guest rebuild or engine
@@ -314,6 +388,107 @@ mod tests {
         assert!(current.exists() && other_guest.exists() && not_a_key.exists());
     }
 
+    /// The empty component, in binary: wasmtime's `wat` feature (its text parser) is off.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+
+    /// A guest file holding the empty component, in a fresh cache directory.
+    fn guest_in(dir: &Path) -> PathBuf {
+        let wasm = dir.join("guest.wasm");
+        std::fs::write(&wasm, EMPTY_COMPONENT).unwrap();
+        wasm
+    }
+
+    static COMPILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// A `prepare` that counts compiles and makes each take long enough to overlap.
+    fn counted_slow_compile(_: &Path, bytes: &[u8]) -> Result<Vec<u8>, EngineError> {
+        COMPILES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(bytes.to_vec())
+    }
+
+    fn lock_files(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".lock"))
+            .collect()
+    }
+
+    #[test]
+    fn loads_starting_together_on_a_cold_cache_compile_the_guest_once() {
+        // Regression: every process of a test suite started on an empty cache compiled both
+        // guests itself (CI's CLI tests: 245 s, of which 27 s were the tests).
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = guest_in(dir.path());
+        let engine = Engine::default();
+        let before = COMPILES.load(std::sync::atomic::Ordering::SeqCst);
+        std::thread::scope(|s| {
+            let loads: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        load_or_compile(&engine, &wasm, dir.path(), "g", Some(counted_slow_compile))
+                    })
+                })
+                .collect();
+            for load in loads {
+                assert!(load.join().unwrap().is_ok());
+            }
+        });
+        let compiles = COMPILES.load(std::sync::atomic::Ordering::SeqCst) - before;
+        assert_eq!(compiles, 1, "one compile, three loads");
+        assert!(lock_files(dir.path()).is_empty(), "no lock file is left");
+    }
+
+    #[test]
+    fn a_lock_file_left_by_a_dead_compiler_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let wasm = guest_in(dir.path());
+        let engine = Engine::default();
+        let cached = artifact_path(&engine, &wasm, dir.path(), "g", &platform(), false).unwrap();
+        let name = cached.file_name().unwrap().to_string_lossy();
+        // What a killed process leaves: the file, without the lock (the OS dropped it).
+        std::fs::write(dir.path().join(format!(".{name}.lock")), b"").unwrap();
+        let started = Instant::now();
+        load_or_compile(&engine, &wasm, dir.path(), "g", None).unwrap();
+        assert!(
+            started.elapsed() < COMPILE_WAIT,
+            "it did not wait out the lock"
+        );
+        assert!(cached.is_file(), "the artifact is stored");
+        assert!(
+            lock_files(dir.path()).is_empty(),
+            "the stale lock file is removed"
+        );
+    }
+
+    #[test]
+    fn a_compiler_holding_the_lock_delays_another_by_the_wait_at_most() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = dir.path().join("g.cwasm");
+        let held = CompileLock::acquire(dir.path(), &cached, Duration::ZERO).expect("the lock");
+        let wait = Duration::from_millis(200);
+        let started = Instant::now();
+        let second = CompileLock::acquire(dir.path(), &cached, wait);
+        assert!(second.is_none(), "not while it is held");
+        assert!(started.elapsed() >= wait, "it waited for the holder");
+        drop(held);
+        assert!(CompileLock::acquire(dir.path(), &cached, Duration::ZERO).is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_in_the_locks_place_is_not_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join(".g.cwasm.lock")).unwrap();
+        let lock = CompileLock::acquire(dir.path(), &dir.path().join("g.cwasm"), Duration::ZERO);
+        assert!(lock.is_none(), "compiling goes on without the lock");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_planted_symlink_is_never_written_through() {
@@ -324,8 +499,7 @@ mod tests {
         std::fs::write(&victim, b"keep").unwrap();
         let target = dir.path().join("guest.cwasm");
         let engine = wasmtime::Engine::default();
-        // The empty component, in binary: wasmtime's `wat` feature (its text parser) is off.
-        let component = Component::new(&engine, b"\0asm\x0d\0\x01\0").unwrap();
+        let component = Component::new(&engine, EMPTY_COMPONENT).unwrap();
         // Plant links under every name of the old scheme.
         let old = dir
             .path()
