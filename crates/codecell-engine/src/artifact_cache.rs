@@ -3,7 +3,8 @@
 //! Compiling the ~20 MB CPython component takes seconds and half a gigabyte; loading a cached
 //! `.cwasm` maps it in about 2 ms. The cache key covers everything that makes an artifact valid:
 //! the guest's content hash, the wasmtime version, the platform and the engine's compilation
-//! settings. Files are named `{guest}-{arch}-{os}-{key}.cwasm`.
+//! settings. Files are named `{guest}-{arch}-{os}-{key}.cwasm`. Processes that miss at the same
+//! time compile an artifact once: one holds its `CompileLock`, the others wait and load it.
 //!
 //! Trust: `Component::deserialize_file` executes what the file contains, so the cache directory
 //! must be writable only by the user running codecell (it defaults to the guest's own build
