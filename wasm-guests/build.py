@@ -200,6 +200,10 @@ def profile_use_flags() -> str:
         tmp = named.with_name(named.name + ".part")
         tmp.write_bytes(data)
         os.replace(tmp, named)
+    # Copies of earlier profiles (1.9 MB each) would otherwise pile up, one per profile change.
+    for old in CPYTHON_WORK.glob("profile-*.profdata"):
+        if old != named:
+            old.unlink(missing_ok=True)
     return (f"-fprofile-use={named} {PGO_NAMING} -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date"
             " -Wno-profile-instr-missing")
 
